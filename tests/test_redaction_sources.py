@@ -231,6 +231,20 @@ def stored_blob(repo: Path) -> bytes:
     return b"\n".join(stored_bytes(repo).values())
 
 
+def synced_blob(repo: Path) -> bytes:
+    """`nexusmem sync` of REPO (no embedding), then stored_blob: what the store holds after it."""
+    run_cli("-C", str(repo), "sync", "-q", "--no-embed")
+    return stored_blob(repo)
+
+
+def assert_stored_as(raw: bytes, gone: list[str], kept: list[str]) -> None:
+    """RAW (stored_blob) holds none of GONE and every one of KEPT, each named when it fails."""
+    for secret in gone:
+        assert secret.encode() not in raw, secret
+    for text in kept:
+        assert text.encode() in raw, text
+
+
 def assert_query_finds(repo: Path, question: str, title: str) -> None:
     """`nexusmem query QUESTION` lists an item titled TITLE: redaction left what finds it in place."""
     from helpers import query_json
@@ -353,8 +367,7 @@ def test_a_token_right_after_an_escape_never_reaches_the_store_or_the_log(repo: 
     )
     log = Path(os.environ["NEXUSMEM_HOME"]) / "shell-history.jsonl"
     assert GLUED_GITHUB.encode() in log.read_bytes()  # the hook logged the command as typed
-    run_cli("-C", str(repo), "sync", "-q", "--no-embed")
-    raw = stored_blob(repo)
+    raw = synced_blob(repo)
     for mark in ("canaryescbody", "canaryescfile", "canaryescshell"):
         assert mark.encode() in raw, mark
     stored = [token for token in (GLUED_GITHUB, GLUED_PAT, GLUED_AWS, GLUED_SLACK) if token.encode() in raw]
@@ -385,8 +398,7 @@ def test_a_token_after_a_hex_unicode_octal_or_double_percent_escape_never_reache
     typed_in_bash(repo, f"printf 'a\\012{GLUED_SLACK} canaryhexshell' > /dev/null")
     log = Path(os.environ["NEXUSMEM_HOME"]) / "shell-history.jsonl"
     assert GLUED_SLACK.encode() in log.read_bytes()  # the hook logged the command as typed
-    run_cli("-C", str(repo), "sync", "-q", "--no-embed")
-    raw = stored_blob(repo)
+    raw = synced_blob(repo)
     for mark in ("canaryhexbody", "canaryhexfile", "canaryhexshell"):
         assert mark.encode() in raw, mark
     stored = [token for token in (GLUED_GITHUB, GLUED_PAT, GLUED_AWS, GLUED_SLACK) if token.encode() in raw]
@@ -420,8 +432,7 @@ def test_an_indented_key_a_later_commit_edits_never_reaches_the_store(repo: Path
     rotated = key[:7] + lines(5) + key[12:]
     commit(repo, "chore: add the tls secret", {"k8s/secret.yaml": _secret_yaml(key, "canarykeyone")})
     commit(repo, "chore: rotate the tls key", {"k8s/secret.yaml": _secret_yaml(rotated, "canarykeytwo")})
-    run_cli("-C", str(repo), "sync", "-q", "--no-embed")
-    raw = stored_blob(repo)
+    raw = synced_blob(repo)
     assert b"canarykeyone" in raw and b"canarykeytwo" in raw  # both diffs were stored
     stored = [line for line in sorted(set(key + rotated)) if line.encode() in raw]
     assert not stored, f"{len(stored)} of {len(set(key + rotated))} key lines stored"
@@ -440,8 +451,7 @@ def test_a_bearer_token_or_a_session_cookie_in_a_header_never_reaches_the_store(
         f"curl -sH 'Auth: Bearer {bearer}' http://127.0.0.1:9/canaryauth; true",
         f'curl -sH "Bearer {bearer}" http://127.0.0.1:9/canarybare; true',
     )
-    run_cli("-C", str(repo), "sync", "-q", "--no-embed")
-    raw = stored_blob(repo)
+    raw = synced_blob(repo)
     for mark in ("canarycookie", "canaryauth", "canarybare", "lang=en"):
         assert mark.encode() in raw, mark
     assert bearer.encode() not in raw and session.encode() not in raw
@@ -468,8 +478,7 @@ def test_a_session_cookie_given_with_curl_b_quoted_or_in_capitals_never_reaches_
         f"curl -sH 'Cookie: session=\"{quoted}\"' http://127.0.0.1:9/canaryquoted; true",
         "git checkout -q -b canary-session-branch",
     )
-    run_cli("-C", str(repo), "sync", "-q", "--no-embed")
-    raw = stored_blob(repo)
+    raw = synced_blob(repo)
     for mark in ("canaryshort", "canaryupper", "canaryquoted", "lang=en", "canary-session-branch"):
         assert mark.encode() in raw, mark
     stored = [value for value in (short, upper, quoted) if value.encode() in raw]
@@ -496,8 +505,7 @@ def test_a_session_cookie_in_a_header_spelled_in_mixed_case_never_reaches_the_st
         f"curl -sH 'cOOKIE: sid={values[1]}' http://127.0.0.1:9/canarylower; true",
         f"echo 'Set-CoOkIe: sid={values[2]}; Path=/; HttpOnly' # canaryset",
     )
-    run_cli("-C", str(repo), "sync", "-q", "--no-embed")
-    raw = stored_blob(repo)
+    raw = synced_blob(repo)
     for mark in ("canarymixed", "canarylower", "canaryset", "CoOkIe: lang=en; session=«redacted:cookie»"):
         assert mark.encode() in raw, mark
     assert "Set-CoOkIe: sid=«redacted:cookie»; Path=/; HttpOnly".encode() in raw
@@ -521,8 +529,7 @@ def test_a_class_name_a_date_a_version_after_bearer_and_an_analytics_cookie_are_
     typed_in_bash(
         repo, f"curl -sH 'Cookie: _ga=GA1.2.1234567890.1600000000; sid={session}' http://127.0.0.1:9/; true"
     )
-    run_cli("-C", str(repo), "sync", "-q", "--no-embed")
-    raw = stored_blob(repo)
+    raw = synced_blob(repo)
     for kept in [*notes.splitlines(), "Cookie: _ga=GA1.2.1234567890.1600000000; sid=«redacted:cookie»"]:
         assert kept.encode() in raw, kept
     assert session.encode() not in raw
@@ -593,8 +600,7 @@ def test_a_quoted_password_prompt_is_stored_as_written_and_a_key_ending_in_a_col
         subject,
         {"login.exp": script, "login.py": helper, "prompts.json": '{"password:": "Hunter2-Zeta-55"}\n'},
     )
-    run_cli("-C", str(repo), "sync", "-q", "--no-embed")
-    raw = stored_blob(repo)
+    raw = synced_blob(repo)
     for kept in [subject, *script.splitlines(), *helper.splitlines()]:
         assert kept.encode() in raw, kept
     assert b"Hunter2-Zeta-55" not in raw
@@ -625,20 +631,19 @@ def test_the_answer_to_a_quoted_password_prompt_never_reaches_the_store(repo: Pa
     subject = "bastion login: answer the su prompt"
     body = 'Tried by hand first: child.sendline("password:" + "Hq4Vn8Tz2Lw6")'
     commit(repo, f"{subject}\n\n{body}\n", {"login.exp": script, "login.py": helper})
-    run_cli("-C", str(repo), "sync", "-q", "--no-embed")
-    raw = stored_blob(repo)
-    for secret in ("Kx9mQ2vLp8", "Zq7Lm4pWx9v", "Tr0ub4dor&3", "Hq4Vn8Tz2Lw6"):
-        assert secret.encode() not in raw, secret
-    for kept in [
-        'expect "password:" { send "«redacted:password»\\r" }',
-        "child.expect('Password:'); child.sendline('«redacted:password»')",
-        'LOGIN = [("login:", "deploy"), ("Password:", "«redacted:password»")]',
-        'child.sendline("password:" + "«redacted:password»")',
-        'expect "Passphrase:" { send "$pw\\r" }',
-        'child.expect("password:"); child.sendline(os.environ["PW"])',
-        'child.expect("continue connecting"); child.sendline("yes")',
-    ]:
-        assert kept.encode() in raw, kept
+    assert_stored_as(
+        synced_blob(repo),
+        gone=["Kx9mQ2vLp8", "Zq7Lm4pWx9v", "Tr0ub4dor&3", "Hq4Vn8Tz2Lw6"],
+        kept=[
+            'expect "password:" { send "«redacted:password»\\r" }',
+            "child.expect('Password:'); child.sendline('«redacted:password»')",
+            'LOGIN = [("login:", "deploy"), ("Password:", "«redacted:password»")]',
+            'child.sendline("password:" + "«redacted:password»")',
+            'expect "Passphrase:" { send "$pw\\r" }',
+            'child.expect("password:"); child.sendline(os.environ["PW"])',
+            'child.expect("continue connecting"); child.sendline("yes")',
+        ],
+    )
 
     assert_query_finds(repo, "bastion login su prompt", subject)
 
@@ -660,18 +665,17 @@ def test_the_answer_on_the_line_after_a_quoted_password_prompt_never_reaches_the
     subject = "bastion login: answer the su prompt on its own line"
     body = 'Tried by hand first:\n\n    p.expect("passphrase:");\n    p.sendline("Hq4Vn8Tz2Lw6")\n'
     commit(repo, f"{subject}\n\n{body}", {"login.exp": script, "login.py": helper})
-    run_cli("-C", str(repo), "sync", "-q", "--no-embed")
-    raw = stored_blob(repo)
-    for secret in ("Kx9mQ2vLp8", "Zq7Lm4pWx9v", "Hq4Vn8Tz2Lw6"):
-        assert secret.encode() not in raw, secret
-    for kept in [
-        'send "«redacted:password»\\r"',
-        "child.sendline('«redacted:password»')",
-        'p.sendline("«redacted:password»")',
-        'send "$pw\\r"',
-        "child.sendline('yes')",
-    ]:
-        assert kept.encode() in raw, kept
+    assert_stored_as(
+        synced_blob(repo),
+        gone=["Kx9mQ2vLp8", "Zq7Lm4pWx9v", "Hq4Vn8Tz2Lw6"],
+        kept=[
+            'send "«redacted:password»\\r"',
+            "child.sendline('«redacted:password»')",
+            'p.sendline("«redacted:password»")',
+            'send "$pw\\r"',
+            "child.sendline('yes')",
+        ],
+    )
 
     assert_query_finds(repo, "bastion login su prompt own line", subject)
 
