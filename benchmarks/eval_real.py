@@ -167,6 +167,7 @@ SETS = (
     "fresh75",
     "fresh76",
     "fresh77",
+    "fresh78",
     "dev2",
     "removal",
     "rst",
