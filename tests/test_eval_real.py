@@ -367,6 +367,7 @@ def test_the_rerank_learner_learns_what_the_labels_say() -> None:
             0.5,  # coverage, lexical and semantic shares: alike, so only the labels can tell the two apart
             0.5,
             0.0,
+            0.0,  # neither names an issue
         ]
 
     def row(name: str) -> Any:

@@ -998,6 +998,42 @@ def test_only_release_notes_are_read_as_release_notes_and_only_once(repo: Path, 
     assert "cargo build" not in notes and "Bump the version" not in notes and "visited pages" not in notes
 
 
+def test_a_page_named_like_release_notes_that_the_changelog_source_does_not_read_is_docs(repo: Path) -> None:
+    """The default excludes `HISTORY*`, `RELEASES*`, `CHANGELOG*` leave release notes to the changelog
+    source; a file they match that it does not read was read by neither: vuejs/router's guide page on
+    history modes, flake8's page on how it makes releases, a crate's notes deeper than the changelog source
+    looks. Those are docs (and a question finds them); the notes it reads are still read once, as entries."""
+    commit(
+        repo,
+        "docs and notes",
+        {
+            "packages/docs/guide/history-mode.md": "# Different History modes\n\n## HTML5 Mode\n\n"
+            "Configure the server to answer every unknown URL with index.html.\n",
+            "docs/source/internal/releases.rst": "Releasing\n=========\n\nPatch Releases\n--------------\n\n"
+            "Patch releases should only ever have bug fixes in them.\n",
+            "crates/filter/glob/CHANGELOG.md": "# Changelog\n\n## v1.0.1\n\n- Matching of brace sets mended.\n",
+            "CHANGELOG.md": "# Changelog\n\n## 1.0.0\n\n- First release of the widget.\n",
+        },
+    )
+    sync.sync(repo, embed=False)
+    paths = doc_paths_by_source(repo)
+    assert paths["docs"] == {
+        "packages/docs/guide/history-mode.md",
+        "docs/source/internal/releases.rst",
+        "crates/filter/glob/CHANGELOG.md",
+    }
+    assert paths["changelog"] == {"CHANGELOG.md"}
+    with project.load(repo).open_store() as store:
+        top = query.run(
+            store, "which URL must the server answer with index.html?", project="p", vectors=False
+        )
+        assert top.items and top.items[0].ref == "packages/docs/guide/history-mode.md#HTML5 Mode"
+        top = query.run(
+            store, "may a patch release carry anything but bug fixes?", project="p", vectors=False
+        )
+        assert top.items and top.items[0].ref == "docs/source/internal/releases.rst#Patch Releases"
+
+
 def test_a_generic_doc_heading_carries_its_parent(repo: Path) -> None:
     doc = "# Guide\n\n## Retries\n\nHow retries work.\n\n### Example\n\nretry(3)\n\n## Timeouts\n\nText.\n"
     commit(repo, "docs", {"docs/guide.md": doc})

@@ -49,6 +49,36 @@ def test_a_narrow_fix_goes_above_a_sweeping_change_it_ties_with(tmp_path: Path) 
     assert rerank.rerank([(sweep, 1.0), (fix, 0.3)], ("always", "failure"))[0][0].title == sweep.title
 
 
+def test_a_change_someone_reported_goes_above_one_it_ties_with(tmp_path: Path) -> None:
+    """A subject that names an issue or pull request ("Fixes #339", "(#537)", "gh-12") is a change someone
+    asked for or reported: between two changes the lists found equally, it goes first. A number that is no
+    issue's (a version, a count) is not one."""
+    plain, reported, pr, gh, version = read_back(
+        tmp_path,
+        [
+            change("Ignore node_modules when watching", 12),
+            change("Ignore node_modules by default. Fixes #339", 12),
+            change("fix: lazy load getRandomValues (#537)", 12),
+            change("gh-12: ignore node_modules", 12),
+            change("Ignore node_modules in 2.0.1", 12),
+        ],
+    )
+    assert [rank.names_number(n.kind, n.title) for n in (plain, reported, pr, gh, version)] == [
+        False,
+        True,
+        True,
+        True,
+        False,
+    ]
+    for asks in ("neutral", "usage"):
+        met = rerank.conditions(failure=False, names_code=False, asks=asks)
+        out = rerank.rerank([(plain, 1.0), (reported, 0.99)], met)
+        assert [n.title for n, _ in out] == [reported.title, plain.title]
+        assert rerank.rerank([(version, 1.0), (pr, 0.99)], met)[0][0].title == pr.title
+    # A clear winner stays first.
+    assert rerank.rerank([(plain, 1.0), (reported, 0.5)], ("always",))[0][0].title == plain.title
+
+
 def test_other_kinds_keep_their_places_and_the_tail_is_untouched(tmp_path: Path) -> None:
     nodes = [
         shell_node("pytest tests/test_loader.py", T0),

@@ -232,6 +232,17 @@ def recency_exponent(kind: str, time_cue: bool) -> float:
     return RECENCY_EXP if kind in RECENCY_KINDS else 0.0
 
 
+# A subject that names an issue or pull request ("Fixes #339", "fix: lazy load getRandomValues (#537)",
+# "gh-1204: …"): a change someone asked for or reported, which is what a question about a problem a user
+# hit is most often answered by (the learned step weighs it: rerank.FEATURES).
+_NUMBERED = re.compile(r"(?:#|\bgh-)\d+", re.IGNORECASE)
+
+
+def names_number(kind: str, title: str) -> bool:
+    """Whether a node of KIND titled TITLE is a commit whose subject names an issue or pull request."""
+    return kind == "git_commit" and _NUMBERED.search(title) is not None
+
+
 def says_fix(kind: str, title: str) -> bool:
     """Whether a node of KIND titled TITLE is a commit (or one of its diffs) that says it fixes something
     other than a slip of text or style."""

@@ -98,13 +98,31 @@ def notes_folder(path: str) -> str | None:
     return folder if folder and _RELEASE_NOTES_DIR.search(folder + "/") is not None else None
 
 
+def notes_globs(exclude: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The docs source's EXCLUDE globs split in two: those that name release notes themselves (the default
+    `CHANGELOG*`, `NEWS*`, `HISTORY*`), which only leave release notes to the changelog source, and the
+    others (`tests/*`, `vendor/*`), which leave a file out of both."""
+    names = tuple(p for p in exclude if "/" not in p and RELEASE_NOTES.match(p.rstrip("*").rstrip(".")))
+    return names, tuple(p for p in exclude if p not in names)
+
+
 def release_notes_excluded(path: str, exclude: Sequence[str]) -> bool:
     """Whether the docs source's EXCLUDE globs (sources.docs.exclude) keep the release notes at PATH from the
     changelog source too: a test suite's or a fixture's (`tests/*`, `fixtures/*`: a `## 9.9.9` there is no
     release of the project), a vendored copy, a folder the config leaves out. A glob that names release
     notes themselves (the default `CHANGELOG*`, `NEWS*`) only leaves them to the changelog source."""
-    others = tuple(p for p in exclude if "/" in p or RELEASE_NOTES.match(p.rstrip("*").rstrip(".")) is None)
+    others = notes_globs(exclude)[1]
     return bool(others) and _glob_match(path, others)
+
+
+def left_to_release_notes(path: str, names: Sequence[str]) -> bool:
+    """Whether a glob of NAMES (notes_globs' first half) leaves the file at PATH out of the docs: only the
+    release notes the changelog source reads (is_release_notes), or would read were it on. Any other file
+    those globs match is documentation nothing else reads: vuejs/router's `guide/essentials/history-mode.md`
+    (HISTORY*), flake8's `docs/source/internal/releases.rst` on how it makes releases (RELEASES*), notes
+    deeper than RELEASE_NOTES_DEPTH (`crates/filterer/globset/CHANGELOG.md`) or under another name
+    (`ChangeLog-old.md`, `CHANGESv3.md`) were read by neither source."""
+    return bool(names) and _glob_match(path, names) and is_release_notes(path)
 
 
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
@@ -956,11 +974,14 @@ def _candidates(
     out = gitcmd.run(["ls-files", "-co", "-t", "--exclude-standard", "-z"], root)
     seen: dict[str, bool] = {}
     skipped: set[str] = set()
+    names, others = notes_globs(exclude)
     for entry in out.split(b"\0"):
         if len(entry) < 3:
             continue
         path = os.fsdecode(entry[2:])
-        if path in seen or not _glob_match(path, include) or _glob_match(path, exclude):
+        if path in seen or not _glob_match(path, include) or _glob_match(path, others):
+            continue
+        if left_to_release_notes(path, names):
             continue
         if (skip_release_notes and is_release_notes(path)) or is_agent_transcript(path):
             continue
