@@ -168,6 +168,7 @@ SETS = (
     "fresh76",
     "fresh77",
     "fresh78",
+    "fresh79",
     "dev2",
     "removal",
     "rst",
