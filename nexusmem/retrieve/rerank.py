@@ -6,11 +6,12 @@ What they leave is a list whose first twenty hold the answer to most questions, 
 their evidence one way for every question. This step weighs it per question: a node's score is
 exp(w · x), where x is what ranking already knows about it (FEATURES: its relevance relative to the
 first result, its kind, whether it is a changelog entry, the size of its change, whether its subject says
-it fixes something, its kind's signal, its age against the newest of the list, its place in the list) and
+it fixes something, its kind's signal, its age against the newest of the list, its place in the list),
 what the retrieval lists said of it (how much of the question's IDF mass its words hold, its BM25 share,
-its vector share), whether it is a commit whose subject names an issue or pull request, and w depends on what the question is (CONDITIONS, from retrieve.intent: every
-question, one that reports a failure, names code, asks how to use something, asks what happened). WEIGHTS
-holds one row of w per condition; a question's w is the sum of the rows of the conditions it meets.
+its vector share) and whether it is a commit whose subject names an issue or pull request; w depends on
+what the question is (CONDITIONS, from retrieve.intent: every question, one that reports a failure, names
+code, asks how to use something, asks what happened). WEIGHTS holds one row of w per condition; a
+question's w is the sum of the rows of the conditions it meets.
 
 The weights are learned, not set: `benchmarks/learn_rerank.py` reads every labelled set's synced store,
 ranks each question with this step turned off, keeps the first twenty with these features and the labels,
