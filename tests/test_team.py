@@ -1011,15 +1011,13 @@ class _StallingProxy:
                 client, _ = self.listener.accept()
             except OSError:
                 return
+            # Bytes and chunks the client sent on this connection, 1 once it sent STALL_COMMIT_AFTER, and
+            # the client's pid (which command made the connection, said when a test fails).
+            sent = [0, 0, 0, _peer_pid(client)]
+            self.traffic.append(sent)
             upstream = socket.socket(socket.AF_UNIX)
             upstream.connect(self.server_socket)
             self.held += [client, upstream]
-            sent = [
-                0,
-                0,
-                0,
-            ]  # bytes and chunks the client sent on this connection; 1: it sent STALL_COMMIT_AFTER
-            self.traffic.append(sent)
             threading.Thread(target=self._pump, args=(client, upstream, sent, True), daemon=True).start()
             threading.Thread(target=self._pump, args=(upstream, client, sent, False), daemon=True).start()
 
@@ -1057,6 +1055,18 @@ class _StallingProxy:
         self.listener.close()
         for sock in self.held:
             sock.close()
+
+
+def _peer_pid(sock: Any) -> int:
+    """The pid of the process at the other end of the Unix socket SOCK (0 when the system does not say)."""
+    import socket
+    import struct
+
+    try:
+        pid, _uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+    except (AttributeError, OSError):
+        return 0
+    return int(pid)
 
 
 def nexusmem(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -1106,10 +1116,22 @@ def test_a_team_store_that_stops_answering_holds_no_query_and_no_commit(
     assert "team store not searched" in done.stdout, done.stdout
     (bob.repo / "uploader.py").write_text("TIMEOUT = 120\n", encoding="utf-8")
     git(bob.repo, "add", "uploader.py")
-    checked = nexusmem(env, "-C", str(bob.repo), "precheck", "--team", "--strict")
-    assert checked.returncode == 0 and "team store not checked" in checked.stderr, (
-        checked.stderr,
+    precheck = subprocess.Popen(
+        [console_script(), "-C", str(bob.repo), "precheck", "--team", "--strict"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    _out, said = precheck.communicate(timeout=60)
+    # Once in CI the precheck read a store that answered, through no connection of the proxy's: each
+    # connection's client pid, the two commands' pids and the team settings they had are said if it recurs.
+    assert precheck.returncode == 0 and "team store not checked" in said, (
+        said,
+        f"precheck pid {precheck.pid}",
         proxy.traffic,
+        {k: v for k, v in env.items() if k.startswith(("PG", "NEXUSMEM"))},
+        paths.config_path(bob.repo).read_text(encoding="utf-8"),
     )
     # The post-commit sync: the push waits on the stalled server, outside the lock the next sync needs.
     pusher = subprocess.Popen(
