@@ -169,6 +169,7 @@ SETS = (
     "fresh77",
     "fresh78",
     "fresh79",
+    "fresh80",
     "dev2",
     "removal",
     "rst",
