@@ -43,7 +43,9 @@ def main(argv: list[str] | None = None) -> int:
                     args.calls
                 ):  # a new Coverage each time: it remembers the nodes it was asked about
                     covering = query.Coverage(store, found.terms)
-                    rerank.rerank(found.scored, met, found.evidence, covering, found.settings, q.asks)
+                    head = found.scored[: rerank.DEPTH]
+                    about = query.on_platform(store, q.platforms, head)
+                    rerank.rerank(found.scored, met, found.evidence, covering, found.settings, q.asks, about)
                 times.append((time.perf_counter() - start) / args.calls * 1e6)
             print(
                 f"{statistics.median(times):6.1f} µs  ({len(found.scored)} results; {', '.join(met)})  {text}"

@@ -74,6 +74,7 @@ def collect_rows(args: argparse.Namespace) -> list[Row]:
                     found.covering or query.Coverage(store, found.terms),
                     found.settings,
                     question.asks,
+                    query.on_platform(store, question.platforms, head),
                 )
                 # The nodes the step does not move (other kinds; those a rule set back) are kept: they hold
                 # their places, as in the product.

@@ -368,6 +368,7 @@ def test_the_rerank_learner_learns_what_the_labels_say() -> None:
             0.5,
             0.0,
             0.0,  # neither names an issue
+            0.0,  # nor an operating system
         ]
 
     def row(name: str) -> Any:

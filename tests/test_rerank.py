@@ -79,6 +79,55 @@ def test_a_change_someone_reported_goes_above_one_it_ties_with(tmp_path: Path) -
     assert rerank.rerank([(plain, 1.0), (reported, 0.5)], ("always",))[0][0].title == plain.title
 
 
+def test_the_operating_systems_a_text_names() -> None:
+    from nexusmem.retrieve.intent import platforms_named
+
+    assert platforms_named("On my Mac it works, on Ubuntu 22.04 it hangs") == {"macos", "linux"}
+    assert platforms_named("Files: backend_kqueue.go (+3 -1)") == {"bsd", "macos"}
+    assert platforms_named("Fix crash on WIN32 when the path is long") == {"windows"}
+    assert platforms_named("the window closes when I resize it") == frozenset()
+    assert query.prepare("Why does the watcher panic on Windows?").platforms == {"windows"}
+
+
+def test_a_change_about_the_system_the_question_names_goes_above_one_it_ties_with(tmp_path: Path) -> None:
+    """A question that names an operating system ("on Windows the watcher panics") is answered by a change to
+    that system's code more often than by one that says the same words about another's: between two changes
+    the lists found equally, the one about the named system goes first. A commit is about a system by its
+    message or the files it changed, a diff by its path, a section by its title."""
+    windows, linux, diff, section, other = read_back(
+        tmp_path,
+        [
+            node(
+                "git_commit",
+                text="Fix crash when a file name is very long",
+                body="Fix crash when a file name is very long\n\nFiles: watcher_windows.go (+11 -2)",
+                meta={"insertions": 11, "deletions": 2},
+            ),
+            node(
+                "git_commit",
+                text="Fix crash when a file name is very long ",
+                body="Fix crash when a file name is very long\n\nFiles: backend_inotify.go (+9 -1)",
+                meta={"insertions": 9, "deletions": 1},
+            ),
+            node("code_diff", text="internal/watcher_windows.go @ 1a2b3c4 — Handle long names"),
+            node("doc_section", text="Windows notes"),
+            node("doc_section", text="Long file names"),
+        ],
+    )
+    head = [(n, 1.0) for n in (windows, linux, diff, section, other)]
+    with open_store(tmp_path / "memory.db") as store:
+        assert query.on_platform(store, frozenset({"windows"}), head) == {windows.id, diff.id, section.id}
+        assert query.on_platform(store, frozenset({"linux"}), head) == {linux.id}
+        assert query.on_platform(store, frozenset(), head) == frozenset()
+    met = rerank.conditions(failure=True, names_code=False, asks="neutral")
+    scored = [(linux, 1.0), (windows, 0.99)]
+    assert [n.id for n, _ in rerank.rerank(scored, met, on_platform={windows.id})] == [windows.id, linux.id]
+    assert [n.id for n, _ in rerank.rerank(scored, met, on_platform={linux.id})] == [linux.id, windows.id]
+    # A clear winner stays first.
+    clear = [(linux, 1.0), (windows, 0.5)]
+    assert rerank.rerank(clear, met, on_platform={windows.id})[0][0].id == linux.id
+
+
 def test_other_kinds_keep_their_places_and_the_tail_is_untouched(tmp_path: Path) -> None:
     nodes = [
         shell_node("pytest tests/test_loader.py", T0),

@@ -695,6 +695,58 @@ def reports_failure(text: str) -> bool:
     return _FAILURE.search(text) is not None
 
 
+# The operating systems a text names, by the words people and commits use for them: a system's names, its
+# distributions, and the kernel interfaces and toolchains only it has (a change to `inotify.go` or one that
+# says "kqueue" is about Linux or the BSDs and macOS, whatever its subject says). Written from general
+# knowledge, not from the labelled questions.
+PLATFORM_WORDS: dict[str, tuple[str, ...]] = {
+    "windows": ("windows",),
+    "win32": ("windows",),
+    "win64": ("windows",),
+    "msvc": ("windows",),
+    "mingw": ("windows",),
+    "cygwin": ("windows",),
+    "msys": ("windows",),
+    "msys2": ("windows",),
+    "macos": ("macos",),
+    "mac": ("macos",),
+    "macintosh": ("macos",),
+    "osx": ("macos",),
+    "darwin": ("macos",),
+    "fsevents": ("macos",),
+    "linux": ("linux",),
+    "inotify": ("linux",),
+    "epoll": ("linux",),
+    "glibc": ("linux",),
+    "musl": ("linux",),
+    "ubuntu": ("linux",),
+    "debian": ("linux",),
+    "fedora": ("linux",),
+    "centos": ("linux",),
+    "rhel": ("linux",),
+    "alpine": ("linux",),
+    "bsd": ("bsd",),
+    "freebsd": ("bsd",),
+    "openbsd": ("bsd",),
+    "netbsd": ("bsd",),
+    "dragonfly": ("bsd",),
+    "dragonflybsd": ("bsd",),
+    "kqueue": ("bsd", "macos"),
+    "solaris": ("solaris",),
+    "illumos": ("solaris",),
+    "android": ("android",),
+}
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def platforms_named(text: str) -> frozenset[str]:
+    """The operating systems TEXT names (PLATFORM_WORDS): "on my Mac", "backend_kqueue.go", "Ubuntu 22.04"."""
+    found: set[str] = set()
+    for word in _WORD.findall(text.lower()):
+        found.update(PLATFORM_WORDS.get(word, ()))
+    return frozenset(found)
+
+
 # What a question calls a run of something, and the commands that are such runs: "which tests failed" asks
 # about `npm test`, `pytest`, `node --test`… (query.failed_runs_first lists them). The one vocabulary of it:
 # each entry is the question's words for the run and the runners' words. A command is such a run when its

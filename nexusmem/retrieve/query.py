@@ -41,6 +41,7 @@ from nexusmem.retrieve.intent import (
     origin_name,
     own_change_verb,
     pasted_trace,
+    platforms_named,
     purpose_name,
     release_named,
     release_span,
@@ -490,6 +491,33 @@ class Question:
     # Asks what was said to an agent about something ("what did I ask claude about X":
     # intent.conversation_asked): the conversation turns its words match come first (conversations_first).
     conversation: ConversationAsk | None = None
+    # The operating systems the question names (intent.platforms_named): a change about one of them counts
+    # more in the learned last step (rerank.FEATURES "platform").
+    platforms: frozenset[str] = frozenset()
+
+
+def on_platform(
+    store: SearchStore, platforms: frozenset[str], head: list[tuple[StoredNode, float]]
+) -> frozenset[str]:
+    """The ids of HEAD's commits, diffs and doc sections about one of PLATFORMS (the operating systems a
+    question names, intent.platforms_named): a commit by its message and the files it changed, a diff by
+    its file's path and its patch, a section by its title. Their texts are read only for a question that
+    names one."""
+    if not platforms:
+        return frozenset()
+    changes = store.get_many([node.id for node, _ in head if node.kind in rerank.CHANGE_KINDS])
+    about: set[str] = set()
+    for node, _ in head:
+        if node.kind in rerank.CHANGE_KINDS:
+            whole = changes.get(node.id, node)
+            text = f"{node.title}\n{node.ref}\n{whole.body}"
+        elif node.kind == "doc_section":
+            text = node.title
+        else:
+            continue
+        if platforms_named(text) & platforms:
+            about.add(node.id)
+    return frozenset(about)
 
 
 def prepare(text: str, project: str | None = None) -> Question:
@@ -542,6 +570,7 @@ def prepare(text: str, project: str | None = None) -> Question:
         newest_release_asked(text),
     )
     question.migrates = migration(text)
+    question.platforms = platforms_named(text)
     question.conversation = conversation_asked(text)
     if question.conversation is not None:
         # "what did I ask claude about": who was asked and how, not what about (the agent's name matched
@@ -1319,6 +1348,7 @@ def retrieve(
             covering,
             settings,
             question.asks,
+            on_platform(store, question.platforms, scored[: rerank.DEPTH]),
         )
     bm25_ids = {node_id for node_id, _ in bm25_hits}
     lexical_extra = sum(1 for node_id, _ in cjk_hits if node_id not in bm25_ids)

@@ -8,7 +8,8 @@ exp(w · x), where x is what ranking already knows about it (FEATURES: its relev
 first result, its kind, whether it is a changelog entry, the size of its change, whether its subject says
 it fixes something, its kind's signal, its age against the newest of the list, its place in the list),
 what the retrieval lists said of it (how much of the question's IDF mass its words hold, its BM25 share,
-its vector share) and whether it is a commit whose subject names an issue or pull request; w depends on
+its vector share), whether it is a commit whose subject names an issue or pull request, and whether it
+is about an operating system the question names (by its message, its files, its path); w depends on
 what the question is (CONDITIONS, from retrieve.intent: every question, one that reports a failure, names
 code, asks how to use something, asks what happened). WEIGHTS holds one row of w per condition; a
 question's w is the sum of the rows of the conditions it meets.
@@ -21,8 +22,10 @@ time, over fifty-seven sets (5,270 questions; docs/evaluation.md, thirty-second 
 went from MRR .6846 / R@5 .804 with the step off to .6994 / .823 (the first version of the step,
 ten deep without what the lists said: .6945 / .816). Fitted again over eighty sets (7,376 questions;
 fifty-third wave) once a subject naming an issue or pull request joined the features: held out, MRR .6784
-/ R@5 .796 off, .6976 / .815 on (the same features without it: .6949 / .813); the weights below are
-fitted on all of them.
+/ R@5 .796 off, .6976 / .815 on (the same features without it: .6949 / .813). Fitted again over
+eighty-three sets (7,658 questions; fifty-fourth wave) once a change about the operating system the
+question names joined them: held out .6946 → .6954 without and with it (three shuffles of the folds:
++.0008, +.0009, +.0008; R@5 .814 either way); the weights below are fitted on all of them.
 
 It leaves alone what other rules decided on purpose. A question with a time cue, a named release, a name
 whose first or last change is asked for, or a "what was run after X" is not reordered (those rules pin
@@ -39,7 +42,7 @@ slot, so what reads them (the packer, the "no strong match" check) sees the same
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 from nexusmem.retrieve import rank
 from nexusmem.retrieve.fuse import Evidence
@@ -65,6 +68,7 @@ FEATURES = (
     "lexical",  # its BM25 share (fuse.Evidence.lexical)
     "semantic",  # its cosine above the embedder's noise floor, scaled to [0, 1] (fuse.Evidence.semantic)
     "numbered",  # a commit whose subject names an issue or pull request (rank.names_number: "Fixes #339")
+    "platform",  # a change or section about an operating system the question names (query.on_platform)
 )
 CONDITIONS = ("always", "failure", "names_code", "usage", "history")
 KINDS = frozenset({"git_commit", "code_diff", "doc_section"})
@@ -76,14 +80,17 @@ DAY_MS = 86_400_000
 # above the commits that name the project), however many of the question's words the others hold.
 HELD = 0.99
 
-# Learned by benchmarks/learn_rerank.py over eighty labelled sets; see the module docstring.
+# Learned by benchmarks/learn_rerank.py over eighty-three labelled sets; see the module docstring.
+# One row of weights a line, so that the table reads as one.
+# fmt: off
 WEIGHTS: dict[str, tuple[float, ...]] = {
-    "always": (2.69, 0.30, -0.80, 0.47, -0.97, -0.36, 0.75, 0.01, -0.03, -0.56, 2.14, 1.33, 2.30, 0.48),
-    "failure": (0.72, 0.41, 0.01, -0.42, -0.28, -0.03, 0.08, -0.13, 0.00, 0.11, -0.22, 0.11, 0.61, 0.01),
-    "names_code": (0.88, 1.07, -0.55, -0.55, -0.20, -0.17, 0.32, -0.26, 0.01, 0.28, 0.85, 0.90, 0.95, 0.16),
-    "usage": (0.82, -0.51, -0.02, 0.53, 0.27, 0.29, -0.82, -0.45, -0.03, 0.26, 1.09, 0.36, 0.36, 0.46),
-    "history": (0.72, 0.80, -0.13, -0.67, -0.33, 0.19, -0.88, -0.63, -0.00, -0.07, 1.14, 0.60, 0.17, -0.10),
+    "always": (2.66, 0.29, -0.82, 0.50, -1.04, -0.35, 0.76, 0.02, -0.04, -0.55, 2.13, 1.32, 2.33, 0.44, 1.20),
+    "failure": (0.77, 0.43, 0.01, -0.44, -0.27, -0.04, 0.03, -0.06, 0.01, 0.11, -0.14, 0.12, 0.61, -0.01, 0.34),
+    "names_code": (0.82, 1.04, -0.56, -0.50, -0.20, -0.17, 0.31, -0.26, 0.01, 0.26, 0.83, 0.90, 1.01, 0.17, 0.29),
+    "usage": (0.76, -0.51, -0.02, 0.53, 0.28, 0.29, -0.84, -0.44, -0.03, 0.22, 1.09, 0.35, 0.33, 0.52, -0.06),
+    "history": (0.71, 0.80, -0.14, -0.67, -0.31, 0.18, -0.88, -0.64, 0.00, -0.08, 1.14, 0.65, 0.18, -0.05, 0.06),
 }
+# fmt: on
 
 
 def conditions(failure: bool, names_code: bool, asks: str) -> tuple[str, ...]:
@@ -127,10 +134,12 @@ def features(
     evidence: Evidence = NO_EVIDENCE,
     covered: float = 0.0,
     ruled: float | None = None,
+    platform: bool = False,
 ) -> list[float]:
     """What the model knows of NODE, scored SCORE, at POSITION of a list whose first scores FIRST and whose
     newest node is from NEWEST (epoch ms); EVIDENCE: what the retrieval lists said of it; COVERED: the share
-    of the question's IDF mass among its words; RULED: ruling()."""
+    of the question's IDF mass among its words; RULED: ruling(); PLATFORM: it is about an operating system
+    the question names."""
     kind = node.kind
     change = kind in CHANGE_KINDS
     meta = node.meta or {}
@@ -156,6 +165,7 @@ def features(
         evidence.lexical * factor,
         evidence.semantic * factor,
         float(rank.names_number(kind, node.title)),
+        float(platform),
     ]
 
 
@@ -168,12 +178,14 @@ def head_features(
     covering: Covering,
     settings: rank.Settings,
     asks: str,
+    on_platform: Collection[str] = (),
 ) -> tuple[list[list[float]], list[bool]]:
     """features() of every node of HEAD (the first DEPTH of a ranked list), in order, and whether the step
     may move it: a commit, diff or doc section not held() in place. COVERING gives, for the ids of the
     nodes it may move, the share of the question's IDF mass each one's words hold (query.Coverage: the
     nodes copied into a small index and probed once per question word, so it is asked for those alone; the
-    others' share is never read)."""
+    others' share is never read). ON_PLATFORM: the ids of those about an operating system the question
+    names (query.on_platform)."""
     first = head[0][1]
     newest = max(node.ts or 0 for node, _ in head)
     found = [evidence.get(node.id, NO_EVIDENCE) for node, _ in head]
@@ -190,6 +202,7 @@ def head_features(
             found[i],
             covered.get(node.id, 0.0),
             rulings[i],
+            node.id in on_platform,
         )
         for i, (node, score) in enumerate(head)
     ]
@@ -215,17 +228,19 @@ def rerank(
     covering: Covering | None = None,
     settings: rank.Settings = rank.DEFAULT,
     asks: str = "neutral",
+    on_platform: Collection[str] = (),
 ) -> list[tuple[StoredNode, float]]:
     """SCORED with its first DEPTH put in order by the model for a question meeting MET (see the module
     docstring), given what the retrieval lists said of each node (EVIDENCE, by id), how much of the question
     the nodes it may move hold (COVERING, see head_features), the question's ranking SETTINGS and what the
-    question ASKS for; nodes held() in place and of other kinds keep their places, and every place keeps its
+    question ASKS for, and which of them are about an operating system it names (ON_PLATFORM, by id); nodes
+    held() in place and of other kinds keep their places, and every place keeps its
     score."""
     head = scored[:DEPTH]
     if len(head) < 2:
         return scored
     w = weights_for(met)
-    x, moves = head_features(head, evidence or {}, covering or (lambda ids: {}), settings, asks)
+    x, moves = head_features(head, evidence or {}, covering or (lambda ids: {}), settings, asks, on_platform)
     value = {i: sum(wi * xi for wi, xi in zip(w, x[i])) for i in range(len(head)) if moves[i]}
     placed = [(head[i][0], head[slot][1]) for slot, i in enumerate(placement(value, len(head)))]
     return placed + scored[DEPTH:]
