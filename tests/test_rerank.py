@@ -105,7 +105,7 @@ def test_a_change_about_the_system_the_question_names_goes_above_one_it_ties_wit
             ),
             node(
                 "git_commit",
-                text="Fix crash when a file name is very long ",
+                text="Fix crash when a file name is very long",
                 body="Fix crash when a file name is very long\n\nFiles: backend_inotify.go (+9 -1)",
                 meta={"insertions": 9, "deletions": 1},
             ),

@@ -1123,7 +1123,11 @@ def test_a_team_store_that_stops_answering_holds_no_query_and_no_commit(
         text=True,
         env=env,
     )
-    _out, said = precheck.communicate(timeout=60)
+    try:
+        _out, said = precheck.communicate(timeout=60)
+    finally:  # a hang fails the test after a minute and leaves no process behind, as nexusmem() does
+        precheck.kill()
+        precheck.wait()
     # Once in CI the precheck read a store that answered, through no connection of the proxy's: each
     # connection's client pid, the two commands' pids and the team settings they had are said if it recurs.
     assert precheck.returncode == 0 and "team store not checked" in said, (
