@@ -10,7 +10,7 @@ import sqlite3
 import subprocess
 import time
 from collections.abc import Iterator
-from contextlib import closing
+from contextlib import closing, suppress
 from pathlib import Path
 from typing import Any
 
@@ -1049,11 +1049,17 @@ class _StallingProxy:
                 return
 
     def close(self) -> None:
+        import socket
+
         self.stall_after = None
         self.stall_chunk = None
         self.stall_commit_after = None
-        self.listener.close()
-        for sock in self.held:
+        # Shut down before closing: a thread blocked in accept() or recv() on a socket another thread
+        # closes is not woken by the close, and its number goes to the next socket made in this process
+        # (a later test's proxy or connection); shut down, every such thread returns now.
+        for sock in (self.listener, *self.held):
+            with suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
             sock.close()
 
 
