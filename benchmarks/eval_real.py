@@ -170,6 +170,7 @@ SETS = (
     "fresh78",
     "fresh79",
     "fresh80",
+    "fresh81",
     "dev2",
     "removal",
     "rst",

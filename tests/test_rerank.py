@@ -86,6 +86,8 @@ def test_the_operating_systems_a_text_names() -> None:
     assert platforms_named("Files: backend_kqueue.go (+3 -1)") == {"bsd", "macos"}
     assert platforms_named("Fix crash on WIN32 when the path is long") == {"windows"}
     assert platforms_named("the window closes when I resize it") == frozenset()
+    assert platforms_named("the MAC address is printed twice; an Alpine.js form loses it") == frozenset()
+    assert platforms_named("on my Mac the address is printed twice; Alpine builds are fine") == {"macos", "linux"}
     assert query.prepare("Why does the watcher panic on Windows?").platforms == {"windows"}
 
 

@@ -736,14 +736,25 @@ PLATFORM_WORDS: dict[str, tuple[str, ...]] = {
     "illumos": ("solaris",),
     "android": ("android",),
 }
+# A system's word followed by one of these is something else: a MAC address, Alpine.js.
+_NOT_A_PLATFORM: dict[str, frozenset[str]] = {
+    "mac": frozenset({"address", "addresses", "addr", "addrs"}),
+    "alpine": frozenset({"js"}),
+}
 _WORD = re.compile(r"[a-z0-9]+")
 
 
 def platforms_named(text: str) -> frozenset[str]:
     """The operating systems TEXT names (PLATFORM_WORDS): "on my Mac", "backend_kqueue.go", "Ubuntu 22.04"."""
     found: set[str] = set()
-    for word in _WORD.findall(text.lower()):
-        found.update(PLATFORM_WORDS.get(word, ()))
+    words = _WORD.findall(text.lower())
+    for i, word in enumerate(words):
+        systems = PLATFORM_WORDS.get(word)
+        if systems is None:
+            continue
+        if i + 1 < len(words) and words[i + 1] in _NOT_A_PLATFORM.get(word, ()):
+            continue
+        found.update(systems)
     return frozenset(found)
 
 
