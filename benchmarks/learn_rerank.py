@@ -5,19 +5,25 @@
         [--folds 5] [--save ROWS.jsonl] [--rows ROWS.jsonl]
 
 It reads the stores `eval_real.py --work W` synced (run that first: nothing is cloned or synced here), in
-W/<name>-<pin> or W/<set>/<name>-<pin>. Each answerable question is ranked with the step turned off
-(`ranking.rerank: false`); when the step would apply to it, the first ten results are kept with the
-features the step computes (rerank.features, so what is learned is what runs) and which of them are a
-labelled answer. `--save` writes those rows; `--rows` learns from saved rows without opening a store.
+W/<name>-<pin> or W/<set>/<name>-<pin>. Each answerable question is ranked twice with the step turned off
+(`ranking.rerank: false`): with the vectors, and by the words alone (as a store with `provider: none` or
+not embedded yet answers); when the step would apply to a list, its first rerank.DEPTH results are kept
+with the features the step computes (rerank.head_features, so what is learned is what runs) and which of
+them are a labelled answer. `--save` writes those rows; `--rows` learns from saved rows without opening a
+store.
 
-The model: a question's node scores exp(w · x), w the sum of the WEIGHTS rows of the conditions it meets.
-It is fitted by the log-probability of the labelled answers under the softmax over the ten (a listwise
-loss), with Adam, from "keep the order" (the relevance weight 1, the rest 0), pulled back toward it by an
-L2 term. `--folds K` first fits K times with a Kth of the sets held out (sets, not questions: a held-out
-repository is one the weights never saw) and prints MRR and R@5 of the held-out questions before and
-after; questions the step does not apply to count with their ranks unchanged, so the figures are those of
-every answerable question. Then it fits on everything and prints the WEIGHTS table to paste into
-rerank.py. Needs numpy (installed with wordllama).
+The model: a question's node scores exp(w · x + h(x)), w the sum of the WEIGHTS rows of the conditions it
+meets, h the hidden layer (HIDDEN: `--units` tanh units over the features and the conditions met; `--units
+0` for the linear model alone). It is fitted by the log-probability of the labelled answers under the
+softmax over the list (a listwise loss), with full-batch Adam, from "keep the order" (the relevance weight
+1, the rest 0), the linear part pulled back toward it and the hidden units toward 0 by an L2 term; the
+hidden units start small at random (`--seed`). `--folds K` first fits K times with a Kth of the sets held
+out (sets, not questions: a held-out repository is one the weights never saw) and prints MRR and R@5 of
+the held-out questions before and after, for the lists ranked with the vectors (the figure of record) and
+by the words alone apart; questions the step does not apply to count with their ranks unchanged, so the
+figures are those of every answerable question. Then it fits on everything and prints the WEIGHTS and
+HIDDEN tables to paste into rerank.py, rounded as printed and scored so. Needs numpy (installed with
+wordllama).
 """
 
 from __future__ import annotations
@@ -46,6 +52,9 @@ class Row:
     x: list[list[float]] | None
     hit: list[bool] | None
     moves: list[bool] | None = None  # which of them the step may move (rerank.head_features)
+    words_only: bool = (
+        False  # ranked by the word lists alone (no vectors: `provider: none`, a store not embedded)
+    )
 
 
 def collect_rows(args: argparse.Namespace) -> list[Row]:
@@ -54,11 +63,11 @@ def collect_rows(args: argparse.Namespace) -> list[Row]:
     off = replace(rank.DEFAULT, rerank=False)
     rows: list[Row] = []
     for qf, store, index in eval_real.synced_stores(args, "learn_rerank"):
-        for q in qf.questions:
+        for q, vectors in ((q, vectors) for q in qf.questions for vectors in (True, False)):
             correct, _missing = index.resolve(q)
             if q.kind == "none" or not correct:
                 continue
-            found = query.retrieve(store, q.q, settings=off)
+            found = query.retrieve(store, q.q, settings=off, vectors=vectors)
             ids = [node.id for node, _ in found.scored]
             at = eval_real.first_rank(ids, correct)
             question = found.question
@@ -79,7 +88,7 @@ def collect_rows(args: argparse.Namespace) -> list[Row]:
                 # The nodes the step does not move (other kinds; those a rule set back) are kept: they hold
                 # their places, as in the product.
                 hit = [node.id in correct for node, _ in head]
-            rows.append(Row(qf.set, at, met, x, hit, moves))
+            rows.append(Row(qf.set, at, met, x, hit, moves, words_only=not vectors))
     return rows
 
 
@@ -90,16 +99,46 @@ def movable_of(row: Row) -> list[bool]:
     return row.moves if row.moves is not None else [any(xi[1:4]) for xi in row.x]
 
 
-def new_rank(np: Any, row: Row, weights: dict[str, Any] | None) -> int | None:
-    """The rank of ROW's first answer once the step with WEIGHTS ordered its first rerank.DEPTH (None:
-    off), placed as the step places them (rerank.placement)."""
-    if weights is None or row.x is None or row.hit is None or row.rank is None:
+@dataclass
+class Model:
+    """What the step computes: per condition a row of weights over the features (WEIGHTS), and the units of
+    its hidden layer (HIDDEN: a row per unit, its bias, its weight in the score, then its weights over the
+    features and the conditions met), or none."""
+
+    weights: dict[str, Any]
+    hidden: Any = None
+
+
+def shipped(np: Any) -> Model:
+    """The model rerank.py ships."""
+    from nexusmem.retrieve import rerank
+
+    weights = {c: np.array(rerank.WEIGHTS[c]) for c in rerank.CONDITIONS}
+    return Model(weights, np.array(rerank.HIDDEN) if rerank.HIDDEN else None)
+
+
+def values(np: Any, model: Model, x: Any, met: list[str]) -> Any:
+    """The step's value of each row of X (features) for a question meeting MET, as rerank.values computes it."""
+    from nexusmem.retrieve import rerank
+
+    value = x @ sum(model.weights[c] for c in met)
+    if model.hidden is not None and len(model.hidden):
+        met_mask = np.array([float(c in met) for c in rerank.CONDITIONS])
+        inputs = np.hstack([x, np.broadcast_to(met_mask, (len(x), len(met_mask)))])
+        value = value + np.tanh(model.hidden[:, 0] + inputs @ model.hidden[:, 2:].T) @ model.hidden[:, 1]
+    return value
+
+
+def new_rank(np: Any, row: Row, model: Model | None) -> int | None:
+    """The rank of ROW's first answer once the step with MODEL ordered its first rerank.DEPTH (None: off),
+    placed as the step places them (rerank.placement)."""
+    if model is None or row.x is None or row.hit is None or row.rank is None:
         return row.rank
     from nexusmem.retrieve import rerank
 
     x = np.array(row.x)
     assert len(rerank.FEATURES) == x.shape[1]
-    value = x @ sum(weights[c] for c in row.met)
+    value = values(np, model, x, row.met)
     movable = {i: float(value[i]) for i in range(len(row.x)) if movable_of(row)[i]}
     for position, i in enumerate(rerank.placement(movable, len(row.x)), 1):
         if row.hit[i]:
@@ -107,43 +146,100 @@ def new_rank(np: Any, row: Row, weights: dict[str, Any] | None) -> int | None:
     return row.rank
 
 
-def score(np: Any, rows: list[Row], weights: dict[str, Any] | None) -> tuple[float, float]:
-    ranks = [new_rank(np, r, weights) for r in rows]
-    mrr = sum(1 / r for r in ranks if r) / len(rows)
-    r5 = sum(1 for r in ranks if r and r <= 5) / len(rows)
+def figures(ranks: list[int | None]) -> tuple[float, float]:
+    """MRR and R@5 of the first answers' RANKS (None: not found)."""
+    mrr = sum(1 / r for r in ranks if r) / len(ranks)
+    r5 = sum(1 for r in ranks if r and r <= 5) / len(ranks)
     return mrr, r5
 
 
-def fit(np: Any, rows: list[Row], *, l2: float, iterations: int, rate: float) -> dict[str, Any]:
+def score(np: Any, rows: list[Row], model: Model | None) -> tuple[float, float]:
+    return figures([new_rank(np, r, model) for r in rows])
+
+
+def modes(rows: list[Row]) -> list[tuple[str, list[Row]]]:
+    """ROWS by how they were ranked: with the vectors (the figure of record), by the words alone."""
+    out = [
+        ("hybrid", [r for r in rows if not r.words_only]),
+        ("words only", [r for r in rows if r.words_only]),
+    ]
+    return [(mode, of_mode) for mode, of_mode in out if of_mode]
+
+
+def fit(
+    np: Any, rows: list[Row], *, l2: float, iterations: int, rate: float, units: int = 0, seed: int = 0
+) -> Model:
+    """The model that maximises the log-probability of ROWS' answers under the softmax of the step's values
+    over the nodes it may move, by full-batch Adam: the linear part pulled toward "keep the order" by L2,
+    and UNITS tanh units (none: linear alone) over the features standardised (folded back into the raw
+    features' weights when done), their weights pulled toward 0 by the same L2, started small at random
+    (SEED)."""
     from nexusmem.retrieve import rerank
 
-    conditions, n = rerank.CONDITIONS, len(rerank.FEATURES)
+    conditions, n, depth = rerank.CONDITIONS, len(rerank.FEATURES), rerank.DEPTH
+    usable = []
+    for r in rows:
+        if r.x is None or r.hit is None:
+            continue
+        if any(h and m for h, m in zip(r.hit, movable_of(r))):
+            usable.append(r)
+    # Every list padded to DEPTH nodes; a padded or held node is never a candidate.
+    x = np.zeros((len(usable), depth, n))
+    movable = np.zeros((len(usable), depth))
+    hit = np.zeros((len(usable), depth))
+    met = np.zeros((len(usable), len(conditions)))
+    for i, r in enumerate(usable):
+        k = len(r.x or [])
+        x[i, :k] = r.x
+        movable[i, :k] = movable_of(r)
+        hit[i, :k] = np.array(r.hit, float) * movable[i, :k]
+        met[i] = [c in r.met for c in conditions]
     keep = np.zeros((len(conditions), n))
     keep[0, 0] = 1.0  # "keep the order": relevance weight 1 for every question
-    w = keep.copy()
-    m, v = np.zeros_like(w), np.zeros_like(w)
-    data = []
-    for r in rows:
-        if r.x is None or r.hit is None or not any(r.hit):
-            continue
-        mask = np.array([c in r.met for c in conditions], float)
-        movable = np.array(movable_of(r), float)
-        data.append((np.array(r.x), np.array(r.hit, float) * movable, mask, movable))
-    data = [d for d in data if d[1].sum() > 0]
+    params = {"w": keep.copy()}
+    if units:
+        flat = x[movable > 0]
+        mean, spread = flat.mean(0), flat.std(0) + 1e-6
+        z = np.concatenate(
+            [(x - mean) / spread, np.broadcast_to(met[:, None, :], (*x.shape[:2], len(conditions)))], 2
+        )
+        random = np.random.default_rng(seed)
+        params["u"] = random.normal(0.0, 0.3, (n + len(conditions), units))
+        params["b"] = np.zeros(units)
+        params["o"] = random.normal(0.0, 0.01, units)
+    m = {k: np.zeros_like(v) for k, v in params.items()}
+    v2 = {k: np.zeros_like(v) for k, v in params.items()}
     for t in range(1, iterations + 1):
-        grad = np.zeros_like(w)
-        for x, hit, mask, movable in data:
-            s = x @ (mask @ w)
-            s = np.where(movable > 0, s, -np.inf)
-            p = np.exp(s - s[movable > 0].max())
-            p /= p.sum()
-            target = p * hit / (p * hit).sum()
-            grad += np.outer(mask, x.T @ (p - target))
-        grad = grad / len(data) + l2 * (w - keep)
-        m = 0.9 * m + 0.1 * grad
-        v = 0.999 * v + 0.001 * grad * grad
-        w -= rate * (m / (1 - 0.9**t)) / (np.sqrt(v / (1 - 0.999**t)) + 1e-8)
-    return {c: w[i] for i, c in enumerate(conditions)}
+        s = np.einsum("qkf,qf->qk", x, met @ params["w"])
+        if units:
+            h = np.tanh(z @ params["u"] + params["b"])
+            s = s + h @ params["o"]
+        s = np.where(movable > 0, s, -np.inf)
+        p = np.exp(s - s.max(1, keepdims=True))
+        p /= p.sum(1, keepdims=True)
+        target = p * hit
+        target /= target.sum(1, keepdims=True)
+        d = (p - target) / len(usable)
+        grad = {"w": met.T @ np.einsum("qk,qkf->qf", d, x) + l2 * (params["w"] - keep)}
+        if units:
+            grad["o"] = np.einsum("qk,qkh->h", d, h) + l2 * params["o"]
+            da = d[:, :, None] * params["o"] * (1 - h * h)
+            grad["u"] = np.einsum("qkd,qkh->dh", z, da) + l2 * params["u"]
+            grad["b"] = da.sum((0, 1))
+        for key, g in grad.items():
+            m[key] = 0.9 * m[key] + 0.1 * g
+            v2[key] = 0.999 * v2[key] + 0.001 * g * g
+            params[key] = params[key] - rate * (m[key] / (1 - 0.9**t)) / (
+                np.sqrt(v2[key] / (1 - 0.999**t)) + 1e-8
+            )
+    weights = {c: params["w"][i] for i, c in enumerate(conditions)}
+    if not units:
+        return Model(weights)
+    # Back to the raw features: u·((x - mean) / spread) + b = (u / spread)·x + b - (mean / spread)·u.
+    u = params["u"].copy()
+    u[:n] /= spread[:, None]
+    bias = params["b"] - (mean / spread) @ params["u"][:n]
+    return Model(weights, np.hstack([bias[:, None], params["o"][:, None], u.T]))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -154,6 +250,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--l2", type=float, default=1e-3)
     ap.add_argument("--iterations", type=int, default=300)
     ap.add_argument("--rate", type=float, default=0.05)
+    ap.add_argument("--units", type=int, default=8, help="tanh units of the hidden layer (0: linear alone)")
+    ap.add_argument("--seed", type=int, default=0, help="the hidden units' random start")
     args = ap.parse_args(argv)
     args.set = args.set or ["dev"]
     import numpy as np
@@ -167,52 +265,68 @@ def main(argv: list[str] | None = None) -> int:
         if args.save:
             args.save.write_text("".join(json.dumps(r.__dict__) + "\n" for r in rows), encoding="utf-8")
     sets = sorted({r.set for r in rows})
+    words = sum(r.words_only for r in rows)
     print(
-        f"{len(rows)} answerable questions, {len(sets)} sets; the step applies to {sum(r.x is not None for r in rows)}"
+        f"{len(rows) - words} answerable questions ranked with the vectors and {words} by the words alone,"
+        f" {len(sets)} sets; the step applies to {sum(r.x is not None for r in rows)} of the lists"
     )
-    base = score(np, rows, None)
-    shipped = {c: np.array(rerank.WEIGHTS[c]) for c in rerank.CONDITIONS}
-    now = score(np, rows, shipped)
-    print(
-        f"step off: MRR {base[0]:.4f}  R@5 {base[1]:.3f}; the weights rerank.py ships: MRR {now[0]:.4f}  R@5 {now[1]:.3f}"
-    )
+    ships = shipped(np)
+    for mode, of_mode in modes(rows):
+        base, now = score(np, of_mode, None), score(np, of_mode, ships)
+        print(
+            f"{mode}: step off MRR {base[0]:.4f}  R@5 {base[1]:.3f}; the model rerank.py ships: MRR {now[0]:.4f}  R@5 {now[1]:.3f}"
+        )
     if args.folds > 1:
         shuffled = sets[:]
         random.Random(1).shuffle(shuffled)
-        before = after = five_before = five_after = shipped_mrr = shipped_five = 0.0
+        held_out: list[tuple[Row, int | None, int | None]] = []  # (row, rank with the fitted model, shipped)
         for k in range(args.folds):
             held = set(shuffled[k :: args.folds])
             test = [r for r in rows if r.set in held]
-            weights = fit(
+            model = fit(
                 np,
                 [r for r in rows if r.set not in held],
                 l2=args.l2,
                 iterations=args.iterations,
                 rate=args.rate,
+                units=args.units,
+                seed=args.seed,
             )
-            b, a, sh = score(np, test, None), score(np, test, weights), score(np, test, shipped)
+            held_out += [(r, new_rank(np, r, model), new_rank(np, r, ships)) for r in test]
+            b, a = score(np, test, None), score(np, test, model)
             print(
-                f"  fold {k + 1}: {len(held)} sets, {len(test)} questions: MRR {b[0]:.4f} -> {a[0]:.4f}, R@5 {b[1]:.3f} -> {a[1]:.3f}"
-                f" (shipped weights: {sh[0]:.4f}, {sh[1]:.3f})"
+                f"  fold {k + 1}: {len(held)} sets, {len(test)} lists: MRR {b[0]:.4f} -> {a[0]:.4f}, R@5 {b[1]:.3f} -> {a[1]:.3f}"
             )
-            shipped_mrr += sh[0] * len(test)
-            shipped_five += sh[1] * len(test)
-            before += b[0] * len(test)
-            after += a[0] * len(test)
-            five_before += b[1] * len(test)
-            five_after += a[1] * len(test)
-        n = len(rows)
+        for mode, of_mode in modes([r for r, _, _ in held_out]):
+            ranks = {id(r): (fitted, ship) for r, fitted, ship in held_out}
+            before = figures([r.rank for r in of_mode])
+            after = figures([ranks[id(r)][0] for r in of_mode])
+            ship = figures([ranks[id(r)][1] for r in of_mode])
+            print(
+                f"held out, {mode}: MRR {before[0]:.4f} -> {after[0]:.4f}, R@5 {before[1]:.3f} -> {after[1]:.3f}"
+                f" (the shipped model on the same questions: MRR {ship[0]:.4f}, R@5 {ship[1]:.3f})"
+            )
+    model = fit(
+        np, rows, l2=args.l2, iterations=args.iterations, rate=args.rate, units=args.units, seed=args.seed
+    )
+    # What is printed is what rerank.py will hold: rounded, and scored so.
+    printed = Model(
+        {c: np.round(model.weights[c], 2) + 0.0 for c in rerank.CONDITIONS},
+        None if model.hidden is None else np.round(model.hidden, 2) + 0.0,
+    )
+    for mode, of_mode in modes(rows):
+        fitted, rounded = score(np, of_mode, model), score(np, of_mode, printed)
         print(
-            f"held out: MRR {before / n:.4f} -> {after / n:.4f}, R@5 {five_before / n:.3f} -> {five_after / n:.3f}"
-            f" (the shipped weights on the same questions: MRR {shipped_mrr / n:.4f}, R@5 {shipped_five / n:.3f})"
+            f"fitted on all, {mode}: MRR {fitted[0]:.4f}  R@5 {fitted[1]:.3f}  (in-sample; as printed: {rounded[0]:.4f}, {rounded[1]:.3f})"
         )
-    weights = fit(np, rows, l2=args.l2, iterations=args.iterations, rate=args.rate)
-    fitted = score(np, rows, weights)
-    print(f"fitted on all: MRR {fitted[0]:.4f}  R@5 {fitted[1]:.3f}  (in-sample)")
     print("WEIGHTS: dict[str, tuple[float, ...]] = {")
     for c in rerank.CONDITIONS:
-        print(f'    "{c}": ({", ".join(f"{v:.2f}" for v in weights[c])}),')
+        print(f'    "{c}": ({", ".join(f"{v:.2f}" for v in printed.weights[c])}),')
     print("}")
+    print("HIDDEN: tuple[tuple[float, ...], ...] = (")
+    for unit in printed.hidden if printed.hidden is not None else ():
+        print(f"    ({', '.join(f'{v:.2f}' for v in unit)}),")
+    print(")")
     return 0
 
 

@@ -382,20 +382,74 @@ def test_the_rerank_learner_learns_what_the_labels_say() -> None:
     train = [row(f"s{i}") for i in range(4) for _ in range(10)]
     held = [row("other") for _ in range(10)]
     assert learn.score(np, held, None) == (0.5, 1.0)  # the answer is second: MRR .5
-    weights = learn.fit(np, train, l2=1e-3, iterations=100, rate=0.05)
-    assert set(weights) == set(rerank.CONDITIONS)
-    assert learn.score(np, held, weights) == (1.0, 1.0)
+    model = learn.fit(np, train, l2=1e-3, iterations=100, rate=0.05)
+    assert set(model.weights) == set(rerank.CONDITIONS)
+    assert learn.score(np, held, model) == (1.0, 1.0)
     # A question the step does not apply to keeps its rank.
     pinned = learn.Row(set="other", rank=3, met=["always"], x=None, hit=None)
-    assert learn.new_rank(np, pinned, weights) == 3
+    assert learn.new_rank(np, pinned, model) == 3
+
+
+def test_the_rerank_learners_hidden_units_learn_what_no_weighted_sum_can() -> None:
+    """Rows where a fix that names an issue is the answer, and so is a change that does neither, but not one
+    that does only one of the two (an "exclusive or" of two features): no weights over the features put the
+    answer first in every list, the hidden units do, on sets they were not fitted on too."""
+    import numpy as np
+
+    from nexusmem.retrieve import rerank
+
+    learn = load_script(LEARN)
+
+    def node(fix: bool, numbered: bool) -> list[float]:
+        x = [0.0] * len(rerank.FEATURES)
+        x[rerank.FEATURES.index("commit")] = 1.0
+        x[rerank.FEATURES.index("fix")] = float(fix)
+        x[rerank.FEATURES.index("numbered")] = float(numbered)
+        return x
+
+    pairs = [  # (the answer, the other), the answer second as ranked
+        ((True, True), (True, False)),
+        ((True, True), (False, True)),
+        ((False, False), (True, False)),
+        ((False, False), (False, True)),
+    ]
+
+    def row(name: str, answer: tuple[bool, bool], other: tuple[bool, bool]) -> Any:
+        return learn.Row(set=name, rank=2, met=["always"], x=[node(*other), node(*answer)], hit=[False, True])
+
+    train = [row(f"s{i}", *pair) for i in range(4) for pair in pairs for _ in range(5)]
+    held = [row("other", *pair) for pair in pairs]
+    linear = learn.fit(np, train, l2=1e-3, iterations=300, rate=0.05)
+    assert learn.score(np, held, linear)[0] < 1.0
+    hidden = learn.fit(np, train, l2=1e-3, iterations=300, rate=0.05, units=4)
+    assert learn.score(np, held, hidden) == (1.0, 1.0)
+
+
+def test_the_step_computes_what_the_learner_scored() -> None:
+    """The values rerank.py gives a list are those learn_rerank.py scored its shipped model by, hidden units
+    included: the figures the learner prints are the product's."""
+    import numpy as np
+
+    from nexusmem.retrieve import rerank
+
+    learn = load_script(LEARN)
+    assert rerank.HIDDEN, "the step ships a hidden layer"
+    x = [[float((i * 7 + j * 3) % 5) / 2 - 0.7 for j in range(len(rerank.FEATURES))] for i in range(6)]
+    for met in (["always"], ["always", "failure", "names_code"], ["always", "usage"]):
+        ours = rerank.values(x, met)
+        theirs = learn.values(np, learn.shipped(np), np.array(x), met)
+        assert np.allclose(ours, theirs)
+        linear = [sum(w * v for w, v in zip(rerank.weights_for(met), row)) for row in x]
+        assert not np.allclose(ours, linear)  # the hidden units count
 
 
 @pytest.mark.slow
 def test_the_rerank_learner_reads_the_synced_stores(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """`learn_rerank.py` reads the stores `eval_real.py --work` synced, saves one row per answerable question
-    with the step's own features, prints the WEIGHTS table; with nothing synced it says so and stops."""
+    """`learn_rerank.py` reads the stores `eval_real.py --work` synced, saves two rows per answerable question
+    (its list ranked with the vectors and by the words alone) with the step's own features, prints the
+    WEIGHTS and HIDDEN tables; with nothing synced it says so and stops."""
     ev, _shas, args = demo_set(tmp_path)
     assert ev.main([*args, "--no-pack"]) == 0
     capsys.readouterr()
@@ -405,9 +459,11 @@ def test_the_rerank_learner_reads_the_synced_stores(
     rows = tmp_path / "rows.jsonl"
     assert learn.main([*args, "--folds", "0", "--iterations", "20", "--save", str(rows)]) == 0
     out = capsys.readouterr().out
-    assert "4 answerable questions, 1 sets" in out and "WEIGHTS: dict[str, tuple[float, ...]] = {" in out
+    assert "4 answerable questions ranked with the vectors and 4 by the words alone, 1 sets" in out
+    assert "WEIGHTS: dict[str, tuple[float, ...]] = {" in out and "HIDDEN: tuple[tuple[float, ...], ...] = (" in out
     saved = [json.loads(line) for line in rows.read_text(encoding="utf-8").splitlines()]
-    assert len(saved) == 4 and all(len(x) == len(rerank.FEATURES) for r in saved if r["x"] for x in r["x"])
+    assert len(saved) == 8 and all(len(x) == len(rerank.FEATURES) for r in saved if r["x"] for x in r["x"])
+    assert sorted(r["words_only"] for r in saved) == [False] * 4 + [True] * 4
     assert (
         learn.main(["--rows", str(rows), "--work", str(tmp_path), "--folds", "0", "--iterations", "5"]) == 0
     )

@@ -28,6 +28,17 @@ def change(subject: str, lines: int) -> Node:
     return commit_node(T0, subject=subject, insertions=lines, deletions=0)
 
 
+def alike(*nodes: StoredNode) -> dict[str, Evidence]:
+    """What the retrieval lists said of NODES when they found them equally well: .3 of the best BM25 score and
+    of the vector similarity above the floor each (little enough that no score reads as a rule's setback)."""
+    return {n.id: Evidence(lexical=0.3, semantic=0.3) for n in nodes}
+
+
+def half(ids: list[str]) -> dict[str, float]:
+    """Half the question's IDF mass in the words of each node."""
+    return dict.fromkeys(ids, 0.5)
+
+
 def read_back(tmp_path: Path, nodes: list[Node]) -> list[StoredNode]:
     with open_store(tmp_path / "memory.db", create=True) as store:
         store_nodes(store, nodes)
@@ -41,12 +52,19 @@ def test_a_narrow_fix_goes_above_a_sweeping_change_it_ties_with(tmp_path: Path) 
         [change("Rework the config loader", 4_000), change("Fix the loader crash on an empty file", 6)],
     )
     scored = [(sweep, 1.0), (fix, 0.98)]
-    out = rerank.rerank(scored, rerank.conditions(failure=True, names_code=False, asks="neutral"))
+    found = alike(sweep, fix)
+    out = rerank.rerank(
+        scored, rerank.conditions(failure=True, names_code=False, asks="neutral"), found, half
+    )
     assert [n.title for n, _ in out] == ["Fix the loader crash on an empty file", "Rework the config loader"]
     # Each place keeps its score: what reads them (the packer, the weak-answer check) sees the same numbers.
     assert [s for _, s in out] == [1.0, 0.98]
     # A clear winner stays first: relevance weighs most.
-    assert rerank.rerank([(sweep, 1.0), (fix, 0.3)], ("always", "failure"))[0][0].title == sweep.title
+    clear = {sweep.id: Evidence(lexical=1.0, semantic=0.6), fix.id: Evidence(lexical=0.2, semantic=0.3)}
+    assert (
+        rerank.rerank([(sweep, 1.0), (fix, 0.3)], ("always", "failure"), clear, half)[0][0].title
+        == sweep.title
+    )
 
 
 def test_a_change_someone_reported_goes_above_one_it_ties_with(tmp_path: Path) -> None:
@@ -72,11 +90,13 @@ def test_a_change_someone_reported_goes_above_one_it_ties_with(tmp_path: Path) -
     ]
     for asks in ("neutral", "usage"):
         met = rerank.conditions(failure=False, names_code=False, asks=asks)
-        out = rerank.rerank([(plain, 1.0), (reported, 0.99)], met)
+        found = alike(plain, reported, pr, gh, version)
+        out = rerank.rerank([(plain, 1.0), (reported, 0.99)], met, found, half)
         assert [n.title for n, _ in out] == [reported.title, plain.title]
-        assert rerank.rerank([(version, 1.0), (pr, 0.99)], met)[0][0].title == pr.title
+        assert rerank.rerank([(version, 1.0), (pr, 0.99)], met, found, half)[0][0].title == pr.title
     # A clear winner stays first.
-    assert rerank.rerank([(plain, 1.0), (reported, 0.5)], ("always",))[0][0].title == plain.title
+    clear = {plain.id: Evidence(lexical=1.0, semantic=0.6), reported.id: Evidence(lexical=0.3, semantic=0.3)}
+    assert rerank.rerank([(plain, 1.0), (reported, 0.5)], ("always",), clear, half)[0][0].title == plain.title
 
 
 def test_the_operating_systems_a_text_names() -> None:
@@ -87,7 +107,10 @@ def test_the_operating_systems_a_text_names() -> None:
     assert platforms_named("Fix crash on WIN32 when the path is long") == {"windows"}
     assert platforms_named("the window closes when I resize it") == frozenset()
     assert platforms_named("the MAC address is printed twice; an Alpine.js form loses it") == frozenset()
-    assert platforms_named("on my Mac the address is printed twice; Alpine builds are fine") == {"macos", "linux"}
+    assert platforms_named("on my Mac the address is printed twice; Alpine builds are fine") == {
+        "macos",
+        "linux",
+    }
     assert query.prepare("Why does the watcher panic on Windows?").platforms == {"windows"}
 
 
@@ -123,11 +146,18 @@ def test_a_change_about_the_system_the_question_names_goes_above_one_it_ties_wit
         assert query.on_platform(store, frozenset(), head) == frozenset()
     met = rerank.conditions(failure=True, names_code=False, asks="neutral")
     scored = [(linux, 1.0), (windows, 0.99)]
-    assert [n.id for n, _ in rerank.rerank(scored, met, on_platform={windows.id})] == [windows.id, linux.id]
-    assert [n.id for n, _ in rerank.rerank(scored, met, on_platform={linux.id})] == [linux.id, windows.id]
+    found = alike(linux, windows)
+
+    def order(
+        listed: list[tuple[StoredNode, float]], about: set[str], said: dict[str, Evidence]
+    ) -> list[str]:
+        return [n.id for n, _ in rerank.rerank(listed, met, said, half, on_platform=about)]
+
+    assert order(scored, {windows.id}, found) == [windows.id, linux.id]
+    assert order(scored, {linux.id}, found) == [linux.id, windows.id]
     # A clear winner stays first.
-    clear = [(linux, 1.0), (windows, 0.5)]
-    assert rerank.rerank(clear, met, on_platform={windows.id})[0][0].id == linux.id
+    clear = {linux.id: Evidence(lexical=1.0, semantic=0.6), windows.id: Evidence(lexical=0.3, semantic=0.3)}
+    assert order([(linux, 1.0), (windows, 0.5)], {windows.id}, clear)[0] == linux.id
 
 
 def test_other_kinds_keep_their_places_and_the_tail_is_untouched(tmp_path: Path) -> None:
@@ -140,7 +170,7 @@ def test_other_kinds_keep_their_places_and_the_tail_is_untouched(tmp_path: Path)
     ]
     stored = read_back(tmp_path, nodes)
     scored = [(n, 1.0 - i / 100) for i, n in enumerate(stored)]
-    out = rerank.rerank(scored, ("always", "failure"))
+    out = rerank.rerank(scored, ("always", "failure"), alike(*stored), half)
     assert out[0][0].id == stored[0].id and out[3][0].id == stored[3].id
     commits = [n.title for n, _ in out if n.kind == "git_commit"]
     assert commits == ["Fix the loader crash on an empty file", "Rework the config loader"]
