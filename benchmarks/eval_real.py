@@ -171,6 +171,7 @@ SETS = (
     "fresh79",
     "fresh80",
     "fresh81",
+    "fresh82",
     "dev2",
     "removal",
     "rst",
