@@ -460,7 +460,10 @@ def test_the_rerank_learner_reads_the_synced_stores(
     assert learn.main([*args, "--folds", "0", "--iterations", "20", "--save", str(rows)]) == 0
     out = capsys.readouterr().out
     assert "4 answerable questions ranked with the vectors and 4 by the words alone, 1 sets" in out
-    assert "WEIGHTS: dict[str, tuple[float, ...]] = {" in out and "HIDDEN: tuple[tuple[float, ...], ...] = (" in out
+    assert (
+        "WEIGHTS: dict[str, tuple[float, ...]] = {" in out
+        and "HIDDEN: tuple[tuple[float, ...], ...] = (" in out
+    )
     saved = [json.loads(line) for line in rows.read_text(encoding="utf-8").splitlines()]
     assert len(saved) == 8 and all(len(x) == len(rerank.FEATURES) for r in saved if r["x"] for x in r["x"])
     assert sorted(r["words_only"] for r in saved) == [False] * 4 + [True] * 4
