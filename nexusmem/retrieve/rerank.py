@@ -38,9 +38,8 @@ It leaves alone what other rules decided on purpose. A question with a time cue,
 whose first or last change is asked for, or a "what was run after X" is not reordered (those rules pin
 their answer). A node a rule set back (a test-only change, a blog post for a usage question, an older
 major's page, a diff of a change already listed, a page of the docs for a question about what happened)
-and a section a rule lifted (the one that heads the
-matter asked about) keep their places (held()), and what the lists said of any node counts times the
-factor the rules gave it, so that the words a question shares with a page never undo the rule that put
+and a section a rule lifted (the one that heads the matter asked about) keep their places (held()), and
+what the lists said of any node counts times the factor the rules gave it, so that the words a question shares with a page never undo the rule that put
 the page below another. Nodes of kinds the labelled sets do not hold (shell commands, conversation) keep
 their places too; the others are put in order in the places that are left. A list keeps its scores slot by
 slot, so what reads them (the packer, the "no strong match" check) sees the same numbers.
@@ -99,10 +98,10 @@ WEIGHTS: dict[str, tuple[float, ...]] = {
     "history": (0.30, 0.22, 0.15, -0.36, -0.35, 0.21, -0.47, -0.20, -0.02, -0.13, 0.73, 0.33, 0.05, -0.17, 0.20),
 }
 # fmt: on
-# One hidden layer of tanh units over the same features and the conditions the question meets (1 or 0 each,
-# in CONDITIONS order), added to w · x: what no sum of per-condition rows can weigh, how much one feature counts
-# depending on another (and on the kind of question). A row per unit: its bias, its
-# weight in the value, then its weights over FEATURES and CONDITIONS. Learned with WEIGHTS.
+# One hidden layer of tanh units over the same features and the conditions the question meets (1 or 0
+# each, in CONDITIONS order), added to w · x: what no sum of per-condition rows can weigh, how much one
+# feature counts depending on another (and on the kind of question). A row per unit: its bias, its weight
+# in the value, then its weights over FEATURES and CONDITIONS. Learned with WEIGHTS.
 # fmt: off
 HIDDEN: tuple[tuple[float, ...], ...] = (
     (0.28, 0.98, 0.86, 0.38, -1.77, -0.20, -1.44, -0.04, 1.42, 0.94, -0.17, 0.05, -3.00, -0.55, 0.37, 0.28, -0.24, 0.00, 0.54, 0.07, 0.29, 0.07),
@@ -136,11 +135,13 @@ def ruling(
     node: StoredNode, score: float, evidence: Evidence, settings: rank.Settings, asks: str
 ) -> float | None:
     """The factor ranking's rules gave NODE, scored SCORE: its score over its relevance (rank.relevance of
-    EVIDENCE under the question's SETTINGS) and its kind's prior for a question that ASKS so (rank.kind_prior, which
-    the step's own features weigh). Below 1, a rule set it back (a test-only change, an older major's page,
-    a blog post, which misses the lift a usage question gives doc sections, a diff of a change already
-    listed); above 1 one lifted it (the section that heads the matter asked about, a commit that took its
-    best diff's score). None when no list found it (nothing to compare with)."""
+    EVIDENCE under the question's SETTINGS) and its kind's prior for a question that ASKS so
+    (rank.kind_prior, which the step's own features weigh, all but the cut a question about what happened
+    gives a page of the docs). Below 1, a rule set it back (a test-only change, an older major's page, a
+    blog post, which misses the lift a usage question gives doc sections, a diff of a change already
+    listed, a page of the docs for a question about what happened); above 1 one lifted it (the section that
+    heads the matter asked about, a commit that took its best diff's score). None when no list found it
+    (nothing to compare with)."""
     fix = rank.says_fix(node.kind, node.title)
     # The cut a question about what happened gives a page of the docs stays a rule's (the changes answer
     # it: the page keeps the place the rules gave it); the lift a usage question gives one the step weighs.
