@@ -52,9 +52,8 @@ class Row:
     x: list[list[float]] | None
     hit: list[bool] | None
     moves: list[bool] | None = None  # which of them the step may move (rerank.head_features)
-    words_only: bool = (
-        False  # ranked by the word lists alone (no vectors: `provider: none`, a store not embedded)
-    )
+    # Ranked by the word lists alone (no vectors: `provider: none`, a store not embedded yet).
+    words_only: bool = False
 
 
 def collect_rows(args: argparse.Namespace) -> list[Row]:
@@ -63,32 +62,33 @@ def collect_rows(args: argparse.Namespace) -> list[Row]:
     off = replace(rank.DEFAULT, rerank=False)
     rows: list[Row] = []
     for qf, store, index in eval_real.synced_stores(args, "learn_rerank"):
-        for q, vectors in ((q, vectors) for q in qf.questions for vectors in (True, False)):
+        for q in qf.questions:
             correct, _missing = index.resolve(q)
             if q.kind == "none" or not correct:
                 continue
-            found = query.retrieve(store, q.q, settings=off, vectors=vectors)
-            ids = [node.id for node, _ in found.scored]
-            at = eval_real.first_rank(ids, correct)
-            question = found.question
-            met = list(rerank.conditions(question.failure, question.names_code, question.asks))
-            head = found.scored[: rerank.DEPTH]
-            x: list[list[float]] | None = None
-            hit: list[bool] | None = None
-            moves: list[bool] | None = None
-            if found.rerankable and len(head) > 1:
-                x, moves = rerank.head_features(
-                    head,
-                    found.evidence,
-                    found.covering or query.Coverage(store, found.terms),
-                    found.settings,
-                    question.asks,
-                    query.on_platform(store, question.platforms, head),
-                )
-                # The nodes the step does not move (other kinds; those a rule set back) are kept: they hold
-                # their places, as in the product.
-                hit = [node.id in correct for node, _ in head]
-            rows.append(Row(qf.set, at, met, x, hit, moves, words_only=not vectors))
+            for vectors in (True, False):  # with the vectors, and by the words alone
+                found = query.retrieve(store, q.q, settings=off, vectors=vectors)
+                ids = [node.id for node, _ in found.scored]
+                at = eval_real.first_rank(ids, correct)
+                question = found.question
+                met = list(rerank.conditions(question.failure, question.names_code, question.asks))
+                head = found.scored[: rerank.DEPTH]
+                x: list[list[float]] | None = None
+                hit: list[bool] | None = None
+                moves: list[bool] | None = None
+                if found.rerankable and len(head) > 1:
+                    x, moves = rerank.head_features(
+                        head,
+                        found.evidence,
+                        found.covering or query.Coverage(store, found.terms),
+                        found.settings,
+                        question.asks,
+                        query.on_platform(store, question.platforms, head),
+                    )
+                    # The nodes the step does not move (other kinds; those a rule set back) are kept: they
+                    # hold their places, as in the product.
+                    hit = [node.id in correct for node, _ in head]
+                rows.append(Row(qf.set, at, met, x, hit, moves, words_only=not vectors))
     return rows
 
 
@@ -292,13 +292,14 @@ def main(argv: list[str] | None = None) -> int:
                 units=args.units,
                 seed=args.seed,
             )
-            held_out += [(r, new_rank(np, r, model), new_rank(np, r, ships)) for r in test]
-            b, a = score(np, test, None), score(np, test, model)
+            fold = [(r, new_rank(np, r, model), new_rank(np, r, ships)) for r in test]
+            held_out += fold
+            b, a = figures([r.rank for r, _, _ in fold]), figures([fitted for _, fitted, _ in fold])
             print(
                 f"  fold {k + 1}: {len(held)} sets, {len(test)} lists: MRR {b[0]:.4f} -> {a[0]:.4f}, R@5 {b[1]:.3f} -> {a[1]:.3f}"
             )
+        ranks = {id(r): (fitted, ship) for r, fitted, ship in held_out}
         for mode, of_mode in modes([r for r, _, _ in held_out]):
-            ranks = {id(r): (fitted, ship) for r, fitted, ship in held_out}
             before = figures([r.rank for r in of_mode])
             after = figures([ranks[id(r)][0] for r in of_mode])
             ship = figures([ranks[id(r)][1] for r in of_mode])

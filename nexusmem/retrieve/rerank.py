@@ -39,9 +39,9 @@ whose first or last change is asked for, or a "what was run after X" is not reor
 their answer). A node a rule set back (a test-only change, a blog post for a usage question, an older
 major's page, a diff of a change already listed, a page of the docs for a question about what happened)
 and a section a rule lifted (the one that heads the matter asked about) keep their places (held()), and
-what the lists said of any node counts times the factor the rules gave it, so that the words a question shares with a page never undo the rule that put
-the page below another. Nodes of kinds the labelled sets do not hold (shell commands, conversation) keep
-their places too; the others are put in order in the places that are left. A list keeps its scores slot by
+what the lists said of any node counts times the factor the rules gave it, so that the words a question
+shares with a page never undo the rule that put the page below another. Nodes of kinds the labelled sets
+do not hold (shell commands, conversation) keep their places too; the others are put in order in the places that are left. A list keeps its scores slot by
 slot, so what reads them (the packer, the "no strong match" check) sees the same numbers.
 `ranking.rerank: false` in config.json turns the step off.
 """
@@ -287,8 +287,7 @@ def rerank(
     docstring), given what the retrieval lists said of each node (EVIDENCE, by id), how much of the question
     the nodes it may move hold (COVERING, see head_features), the question's ranking SETTINGS and what the
     question ASKS for, and which of them are about an operating system it names (ON_PLATFORM, by id); nodes
-    held() in place and of other kinds keep their places, and every place keeps its
-    score."""
+    held() in place and of other kinds keep their places, and every place keeps its score."""
     head = scored[:DEPTH]
     if len(head) < 2:
         return scored
