@@ -172,6 +172,7 @@ SETS = (
     "fresh80",
     "fresh81",
     "fresh82",
+    "fresh83",
     "dev2",
     "removal",
     "rst",
