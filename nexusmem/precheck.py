@@ -330,7 +330,7 @@ def check(
         lookup = sorted({p for f in files for p in (f, *_ancestors(f))})
         team_commands = team.shell_commands_between(start, end)
         naming = team.nodes_naming(lookup, ("shell_command", "git_commit"), start, end)
-        team_open = _open_failures(team_commands, None)
+        team_open = _open_failures(team_commands, _team_author(team, author, start, end))
         named_by = _files_named(
             files, team_open, naming, by_name=True, roots=(str(root),), shared=SharedNames(root, root)
         )
@@ -1425,7 +1425,7 @@ def run(
         return PrecheckResult(root=str(root), files=[], checked=False, reason=NO_FILES, nothing_given=True)
     memory = _memory_of(root)
     if team and not paths.db_path(memory).exists():  # CI: a fresh checkout, the team store's findings alone
-        return _run_team(root, here, files, working, now_ms)
+        return _run_team(root, here, files, working, now_ms, author)
     result = _run_local(root, here, memory, files, working, now_ms, author)
     refused = secreturl.team_url_with_password(paths.config_path(memory))
     if team and result.checked:
@@ -1434,10 +1434,25 @@ def run(
                 f"team store not checked: {secreturl.password_in_url(paths.config_path(memory), refused)}"
             )
             return result
-        return _with_team(result, _team_checked(root, result.files, now_ms))
+        return _with_team(result, _team_checked(root, result.files, now_ms, author))
     if refused is not None:
         result.warnings.append(secreturl.password_in_url(paths.config_path(memory), refused))
     return result
+
+
+def _team_author(team: Any, author: str | None, start: int, end: int) -> Callable[[str], bool] | None:
+    """Which of the team store's commands with START <= ts <= END AUTHOR keeps (None: every one). There
+    `me` is the member asking (team.member): a teammate's own commands are theirs, not the asker's."""
+    if author is None:
+        return None
+    who = team.shell_command_authors(start, end)
+
+    def kept(node_id: str) -> bool:
+        meta = who.get(node_id, {})
+        recorded_by = meta.get("recorded_by", "")
+        return authors.keeps(author, "shell_command", meta, recorded_by=recorded_by, asker=team.member)
+
+    return kept
 
 
 def _memory_of(root: Path) -> Path:
@@ -1545,19 +1560,19 @@ def _checked(
 
 
 def _run_team(
-    root: Path, here: Path, files: Sequence[str] | None, working: bool, now_ms: int | None
+    root: Path, here: Path, files: Sequence[str] | None, working: bool, now_ms: int | None, author: str | None
 ) -> PrecheckResult:
     """`precheck --team`: the team store's failures and churn for the files (nexusmem.team loads psycopg).
     A file given that is not there (CI lists the deleted ones) is said and skipped (not_found); with none
     left, nothing is checked and the job passes."""
     names = relative_files(root, files, here) if files is not None else staged_files(root, working=working)
     missing = not_found(root, files, names, here, skipped=True) if files is not None else {}
-    result = _team_checked(root, [name for i, name in enumerate(names) if i not in missing], now_ms)
+    result = _team_checked(root, [name for i, name in enumerate(names) if i not in missing], now_ms, author)
     result.not_found = list(missing.values())
     return result
 
 
-def _team_checked(root: Path, names: list[str], now_ms: int | None) -> PrecheckResult:
+def _team_checked(root: Path, names: list[str], now_ms: int | None, author: str | None) -> PrecheckResult:
     """check() of NAMES against the team store, one that cannot be read or did not answer said in the
     result's reason."""
     from nexusmem import project, team
@@ -1573,7 +1588,7 @@ def _team_checked(root: Path, names: list[str], now_ms: int | None) -> PrecheckR
 
     with store:
         try:
-            result = check(root, names, now_ms=now_ms, team=store)
+            result = check(root, names, now_ms=now_ms, author=author, team=store)
             empty = team.nothing_held_note(proj, store)
             if empty is not None:
                 result.notes.append(empty)

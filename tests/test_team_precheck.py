@@ -18,8 +18,8 @@ from helpers.team import Member, joined_members, shared_origin
 pytestmark = [pytest.mark.team, pytest.mark.slow]
 
 
-def _failing_run(member: Member, command: str, project_files: tuple[str, ...]) -> None:
-    """A failing COMMAND naming PROJECT_FILES a minute ago, in MEMBER's local memory."""
+def _failing_run(member: Member, command: str, project_files: tuple[str, ...], **meta: str) -> None:
+    """A failing COMMAND naming PROJECT_FILES a minute ago, in MEMBER's local memory (META: its author)."""
     from nexusmem.identity import project_id
     from nexusmem.store import open_store
 
@@ -27,7 +27,9 @@ def _failing_run(member: Member, command: str, project_files: tuple[str, ...]) -
 
     now = int(time.time() * 1000)
     with member.active(), open_store(member.repo / ".nexusmem" / "memory.db") as store:
-        node = shell_node(command, now - 60_000, 1, files=project_files, project=project_id(member.repo))
+        node = shell_node(
+            command, now - 60_000, 1, files=project_files, project=project_id(member.repo), **meta
+        )
         store_nodes(store, [node])
 
 
@@ -107,3 +109,48 @@ def test_team_on_a_members_machine_adds_the_teams_findings_to_their_own(
     assert "`PYTHONPATH=src python tests/test_tz.py` failed (exit 1)" in away.stderr, away.stderr
     assert "nexusmem precheck: team store not checked: team store unreachable" in away.stderr, away.stderr
     assert "2 warning(s) for 1 file(s) (--strict: exit 1)" in away.stderr, away.stderr
+
+
+def test_team_author_keeps_the_askers_own_the_agents_or_one_agents_failures(
+    tmp_path: Path, team_url: str
+) -> None:
+    """`precheck --team --author` was refused ("cannot be combined with --team yet"): the team's failures
+    could not be narrowed to whose they were. Now `me` is the member asking (a teammate's own commands are
+    theirs), `agents` any agent's and a name one agent's, on a member's machine and in CI alike."""
+    origin = shared_origin(tmp_path)
+    alice, bob = joined_members(tmp_path, origin, team_url, "alice", "bob")
+    _share_shell(alice)
+    _share_shell(bob)
+    alice.run("sync", "--quiet", "--no-embed")
+    _failing_run(alice, "pytest tests/test_uploader.py", ("uploader.py",))
+    _failing_run(
+        alice, "python uploader.py --dry-run", ("uploader.py",), author="claude-code", author_kind="agent"
+    )
+    alice.run("team", "push")
+    bob.run("sync", "--quiet", "--no-embed")
+    _failing_run(bob, "pytest tests/test_uploader.py -k resume", ("uploader.py",))
+    bob.run("team", "push")
+
+    every = alice.run("precheck", "--team", "--files", "uploader.py").stderr
+    assert "3 warning(s) for 1 file(s)" in every, every
+    mine = alice.run("precheck", "--team", "--author", "me", "--files", "uploader.py").stderr
+    assert "`pytest tests/test_uploader.py` failed (exit 1)" in mine, mine
+    assert "-k resume" not in mine and "--dry-run" not in mine, mine
+    assert "1 warning(s) for 1 file(s)" in mine, mine
+    his = bob.run("precheck", "--team", "--author", "me", "--files", "uploader.py").stderr
+    assert "`pytest tests/test_uploader.py -k resume` failed (exit 1)" in his, his
+    assert "1 warning(s) for 1 file(s)" in his, his
+
+    ci = tmp_path / "ci-checkout"
+    git(tmp_path, "clone", "-q", str(origin), ci.name)
+    env = {**os.environ, "NEXUSMEM_TEAM_URL": team_url}
+    env.pop("GIT_INDEX_FILE", None)
+    for author in ("agents", "claude-code", "claude"):
+        said = _precheck(ci, env, "--strict", "--team", "--author", author, "--files", "uploader.py")
+        assert said.returncode == 1, said.stderr
+        assert "`python uploader.py --dry-run` [by alice@example.com] failed (exit 1)" in said.stderr, (
+            said.stderr
+        )
+        assert "1 warning(s) for 1 file(s) (--strict: exit 1)" in said.stderr, said.stderr
+    none = _precheck(ci, env, "--strict", "--team", "--author", "codex", "--files", "uploader.py")
+    assert none.returncode == 0 and "failed (exit" not in none.stderr, none.stderr

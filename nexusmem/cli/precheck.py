@@ -70,8 +70,6 @@ def precheck_cmd(
         raise click.BadParameter(
             str(exc).removeprefix(f"--author {author!r}: "), param_hint="--author"
         ) from None
-    if team and author is not None:
-        raise click.UsageError("--author cannot be combined with --team yet")
     result = precheck.run(
         root_of(ctx), files=list(paths) if explicit else None, working=working, author=who, team=team
     )

@@ -1544,6 +1544,24 @@ class TeamStore:
         ).fetchall()
         return [(r[0], r[1], int(r[2]), r[3], r[4]) for r in rows]
 
+    def shell_command_authors(self, start: int, end: int) -> dict[str, dict[str, str]]:
+        """id -> {author, author_kind, recorded_by} of the team's shell commands with START <= ts <= END
+        (author and author_kind as their meta says them, when it does: `precheck --team --author`)."""
+        rows = self.conn.execute(
+            "SELECT id, meta->>'author', meta->>'author_kind', author FROM nodes WHERE project_id = %s"
+            " AND kind = 'shell_command' AND ts BETWEEN %s AND %s",
+            (self.project, start, end),
+        ).fetchall()
+        found: dict[str, dict[str, str]] = {}
+        for node_id, author, author_kind, recorded_by in rows:
+            meta = {"recorded_by": recorded_by or ""}
+            if author:
+                meta["author"] = author
+            if author_kind:
+                meta["author_kind"] = author_kind
+            found[node_id] = meta
+        return found
+
     def shell_neighbours(
         self, anchor: StoredNode, *, after: bool, limit: int, window_ms: int, as_of: int | None = None
     ) -> list[str]:
