@@ -173,6 +173,7 @@ SETS = (
     "fresh81",
     "fresh82",
     "fresh83",
+    "fresh84",
     "dev2",
     "removal",
     "rst",
