@@ -115,7 +115,7 @@ DEFAULTS: dict[str, Any] = {
     "limits": {"maxBodyChars": 20_000},
     "query": {"budget": 2000},
     # How much the vector list adds to a word match (0 = words only); see README "How ranking works".
-    "ranking": {"vectorWeight": 0.8, "rerank": True},
+    "ranking": {"vectorWeight": 0.8, "rerank": True, "questionMap": True},
     # Semantic search. provider: "builtin" (wordllama, shipped in the package, offline), "ollama" (url,
     # model e.g. "nomic-embed-text"), "local" (model: the path of a sentence-transformers BERT model
     # directory such as all-MiniLM-L6-v2, run in-process, or "" for the all-MiniLM-L6-v2 of an installed

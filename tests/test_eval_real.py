@@ -604,3 +604,70 @@ def test_a_release_heading_whose_text_is_in_its_subsections_is_a_doc_target(
     assert "has no node in the store" not in capsys.readouterr().err
     ranks = {q["id"]: q["ranks"] for q in json.loads(out.read_text(encoding="utf-8"))["questions"]}
     assert ranks["t-release"]["hybrid"] is not None, ranks
+
+
+LEARN_MAP = SCRIPT.parent / "learn_question_map.py"
+
+
+def test_the_question_map_learner_learns_what_the_labels_say(tmp_path: Path) -> None:
+    """learn_question_map on stores whose questions are their answers' vectors seen through the same twist in
+    every project (as a report's words sit apart from a fix's the same way everywhere): the map fitted on the
+    other sets puts the answers first on sets it never saw, where the plain vectors miss them."""
+    np = pytest.importorskip("numpy")
+    learn = load_script(LEARN_MAP)
+    rng = np.random.default_rng(3)
+    dim, nodes, asked = 16, 120, 15
+    twist, _ = np.linalg.qr(rng.normal(size=(dim, dim)))
+    for s in range(10):
+        d = rng.normal(size=(nodes, dim))
+        d /= np.linalg.norm(d, axis=1, keepdims=True)
+        answers = rng.choice(nodes, asked, replace=False)
+        q = d[answers] @ twist.T + rng.normal(0, 0.05, size=(asked, dim))
+        np.savez(
+            tmp_path / f"s{s}__demo.npz",
+            D=d.astype(np.float16),
+            Q=(q / np.linalg.norm(q, axis=1, keepdims=True)).astype(np.float32),
+            T=answers[:, None],
+            set=np.array(f"s{s}"),
+            kinds=np.array(["symptom"] * asked),
+        )
+    stores = learn.load(tmp_path)
+    held = [s for s in stores if s["set"] in ("s0", "s1")]
+    m = learn.fit(np, [s for s in stores if s not in held], l2=1e-3, iterations=150, rate=0.03)
+    plain = np.mean([r for s in held for r in learn.reciprocal_ranks(np, s, np.eye(dim))])
+    mapped = np.mean([r for s in held for r in learn.reciprocal_ranks(np, s, m)])
+    assert plain < 0.3 and mapped > 0.8, (plain, mapped)
+
+
+def test_the_question_map_learner_reads_the_synced_stores(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`learn_question_map.py` reads the stores `eval_real.py --work` synced: each answerable question's
+    vector as the query embeds it, unmapped, beside the store's node vectors and its answers' rows; it learns
+    from what it saved without a store, and `--write` writes the map the product reads."""
+    np = pytest.importorskip("numpy")
+    from nexusmem.embed import builtin, question_map
+
+    ev, _shas, args = demo_set(tmp_path)
+    assert ev.main([*args, "--no-pack"]) == 0
+    capsys.readouterr()
+    learn = load_script(LEARN_MAP)
+    data = tmp_path / "data"
+    assert learn.main([*args, "--folds", "0", "--iterations", "3", "--save", str(data)]) == 0
+    assert "4 answerable questions, 1 stores, 1 sets" in capsys.readouterr().out
+    (saved,) = data.glob("*.npz")
+    z = np.load(saved)
+    assert z["Q"].shape == (4, builtin.DIM) and np.allclose(np.linalg.norm(z["Q"], axis=1), 1, atol=1e-4)
+    assert z["T"].shape[0] == 4 and ((z["T"] == -1) | ((z["T"] >= 0) & (z["T"] < len(z["D"])))).all()
+    assert (z["T"][:, 0] >= 0).all()
+    target = tmp_path / "map.bin"
+    monkeypatch.setattr(question_map, "QUESTION_MAP_FILE", target)
+    assert (
+        learn.main(
+            ["--data", str(data), "--work", str(tmp_path), "--folds", "0", "--iterations", "3", "--write"]
+        )
+        == 0
+    )
+    assert target.stat().st_size == 4 * builtin.DIM * builtin.DIM
+    with pytest.raises(SystemExit, match="no synced store for demo"):
+        learn.main([*args[:-1], str(tmp_path / "nothing")])

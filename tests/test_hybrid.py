@@ -169,6 +169,7 @@ def test_a_match_the_nearest_k_leave_out_keeps_its_similarity(
 ) -> None:
     """A store with many near texts puts a good match past the k-NN's cut. Found by BM25, it is fused with
     its own similarity, the one a deep k-NN reads, not as if the vectors had never seen it."""
+    from nexusmem.embed import question_map
     from nexusmem.retrieve import vector
 
     run_cli("-C", str(history), "sync", "-q")
@@ -194,7 +195,8 @@ def test_a_match_the_nearest_k_leave_out_keeps_its_similarity(
         provider = embed.for_identity(identity, store.vector_token_weights())
         assert provider is not None
         share_floor = provider.share_floor
-        blob = embed.to_blob(provider.embed([question])[0])
+        # The question's vector as retrieval makes it: through the learned map (embed.question_map).
+        blob = question_map.mapped(embed.to_blob(provider.embed([question])[0]))
         exact = {i: 1.0 - d for i, d in store.vector_distances(blob, lexical).items()}
         assert any(0.0 < exact[i] < provider.min_similarity for i in lexical), (
             exact

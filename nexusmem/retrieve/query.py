@@ -897,6 +897,7 @@ def retrieve(
             also=[node_id for node_id, _ in bm25_hits],
             url=settings.embedding_url,
             configured=(settings.embedding_provider, settings.embedding_model),
+            question=settings.question_map,
         )
         if vectors
         else vector.Neighbours([], 0.0)

@@ -184,6 +184,7 @@ class Settings:
 
     vector_weight: float = VECTOR_WEIGHT
     rerank: bool = True  # the learned last step (retrieve.rerank)
+    question_map: bool = True  # a question's vector through the learned map (embed.question_map)
     # Where the question may be sent to an Ollama embedder: the project's trusted config's embedding.url
     # (project.config_of), never the URL memory.db recorded. None: no Ollama call (BM25 with other lists).
     embedding_url: str | None = None
@@ -207,6 +208,7 @@ def settings_from(config: Mapping[str, Any]) -> Settings:
     return Settings(
         vector_weight=float(section.get("vectorWeight", VECTOR_WEIGHT)),
         rerank=bool(section.get("rerank", True)),
+        question_map=bool(section.get("questionMap", True)),
         # Only while the config still uses Ollama: vectors it made before a switch to another provider are
         # not searched (the next sync drops them).
         embedding_url=ollama_url(config),

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from nexusmem import embed
+from nexusmem.embed import question_map
 from nexusmem.errors import StoreError
 from nexusmem.store.interface import SearchStore
 from nexusmem.store.vectors import read_all_vectors
@@ -166,6 +167,7 @@ def neighbours(
     url: str | None = None,
     vector: bytes | None = None,
     configured: tuple[str | None, str] = (None, ""),
+    question: bool = False,
 ) -> Neighbours:
     """The K nodes nearest to TEXT with their cosine similarities, nearest first, those below the
     provider's noise floor left out; empty when there are no vectors or no provider. With a SINCE/UNTIL
@@ -181,7 +183,10 @@ def neighbours(
 
     CONFIGURED: the (provider, model) the config names (rank.Settings). When the vectors are not searched
     although it names one (not "none"), `skipped` says why in a phrase: no vectors yet, the provider cannot
-    answer, vectors made by another provider; a query's notes carry it."""
+    answer, vectors made by another provider; a query's notes carry it.
+
+    QUESTION: TEXT is a question asked of the memory (not a node's text, as the stale check's neighbours are):
+    its vector goes through the map learned for the model's vectors, when there is one (embed.question_map)."""
     k = KNN if k is None else k
     if not text.strip():
         return Neighbours([], 0.0)
@@ -196,6 +201,8 @@ def neighbours(
             return Neighbours([], 0.0, skipped=_another_provider(identity, configured))
         if vector is None:
             vector = embed.to_blob(provider.embed([text])[0])
+            if question and question_map.applies(identity.name, identity.model, identity.dim):
+                vector = question_map.mapped(vector)
         if len(vector) != identity.dim * 4 or not embed.usable(vector):
             return Neighbours(
                 [], 0.0, skipped=f"{identity.describe()} gave the question a vector that cannot be searched"
