@@ -46,7 +46,7 @@ def applies(name: str, model: str, dim: int) -> bool:
 
 @functools.cache
 def rows() -> tuple[tuple[float, ...], ...]:
-    """The map, row by row (read once a process: about a millisecond)."""
+    """The map, row by row (read once a process: about 5 ms)."""
     data = QUESTION_MAP_FILE.read_bytes()
     dim = builtin.DIM
     if len(data) != 4 * dim * dim:
