@@ -51,12 +51,9 @@ def collect(args: Any, out: Path) -> None:
         identity = embed.Identity.from_json(store.vector_identity_json())
         if not rows or identity is None:
             continue
-        matrix = np.frombuffer(b"".join(blob for _, blob in rows), dtype=np.float32).reshape(len(rows), -1)
-        norms = np.linalg.norm(matrix, axis=1)
-        keep = np.isfinite(norms) & (norms > 0)
-        seqs = [seq for (seq, _), kept in zip(rows, keep) if kept]
+        seqs, unit = vector.unit_rows(rows)
         ids = dict(store.conn.execute("SELECT seq, id FROM nodes"))
-        row_of = {ids[seq]: i for i, seq in enumerate(seqs) if seq in ids}
+        row_of = {ids[seq]: i for i, seq in enumerate(seqs.tolist()) if seq in ids}
         provider = embed.for_identity(identity, store.vector_token_weights(), None)
         if provider is None:
             continue
@@ -67,7 +64,7 @@ def collect(args: Any, out: Path) -> None:
         try:
             for q in qf.questions:
                 correct, _missing = index.resolve(q)
-                answers = [row_of[i] for i in correct if i in row_of]
+                answers = sorted(row_of[i] for i in correct if i in row_of)
                 if q.kind == "none" or not answers:
                     continue
                 seen.clear()
@@ -88,7 +85,7 @@ def collect(args: Any, out: Path) -> None:
             t_rows[i, : len(t)] = t
         np.savez(
             out / f"{qf.set}__{qf.name}.npz",
-            D=(matrix[keep] / norms[keep][:, None]).astype(np.float16),
+            D=unit.astype(np.float16),
             Q=q_vectors / np.linalg.norm(q_vectors, axis=1, keepdims=True),
             T=t_rows,
             set=np.array(qf.set),

@@ -15,7 +15,7 @@ vector as `query` embeds it and every vector of its synced store; M = I + A maxi
 the question's answers under a softmax over the store's nodes by cosine (a temperature of 20), each against
 the 200 nodes nearest to the plain question and its answers, with A pulled toward 0 by L2, by full-batch Adam
 from the identity. Held out by set (five folds, 86 sets, 7,937 questions), the vectors alone rank the first
-answer at MRR .418 with the plain question and .464 with the map (docs/evaluation.md, fifty-sixth wave).
+answer at MRR .417 with the plain question and .473 with the map (docs/evaluation.md, fifty-sixth wave).
 
 It is kept as 256 x 256 float32 numbers, row by row, little-endian (QUESTION_MAP_FILE, 256 KB), read on first
 use, and applied in plain Python (2-3 ms a question; a query never imports numpy for it). Only

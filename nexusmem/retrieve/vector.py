@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from nexusmem import embed
-from nexusmem.embed import question_map
 from nexusmem.errors import StoreError
 from nexusmem.store.interface import SearchStore
 from nexusmem.store.vectors import read_all_vectors
@@ -41,19 +40,25 @@ _WARM: dict[str, _Warm] = {}
 _WARM_LOCK = threading.Lock()
 
 
+def unit_rows(rows: list[tuple[int, bytes]]) -> tuple[Any, Any]:
+    """(seqs, matrix) of stored vector ROWS (read_all_vectors: seq, float32 blob), as numpy arrays in ROWS'
+    order, each vector normalised; one stored NaN, infinite or all zero (before embedding checked them) is
+    left out."""
+    import numpy as np
+
+    matrix = np.frombuffer(b"".join(blob for _, blob in rows), dtype=np.float32).reshape(len(rows), -1)
+    norms = np.linalg.norm(matrix, axis=1)
+    keep = np.isfinite(norms) & (norms > 0)
+    seqs = np.array([seq for seq, _ in rows], dtype=np.int64)
+    return seqs[keep], matrix[keep] / norms[keep][:, None]
+
+
 def _load(db: Path, warm: _Warm) -> None:
     try:
-        import numpy as np
-
         rows = read_all_vectors(db)
         if not rows:
             return
-        matrix = np.frombuffer(b"".join(blob for _, blob in rows), dtype=np.float32).reshape(len(rows), -1)
-        norms = np.linalg.norm(matrix, axis=1)
-        # A vector stored NaN, infinite or all zero (before embedding checked them) is left out.
-        keep = np.isfinite(norms) & (norms > 0)
-        seqs = np.array([seq for seq, _ in rows], dtype=np.int64)
-        warm.seqs, warm.matrix = seqs[keep], matrix[keep] / norms[keep][:, None]
+        warm.seqs, warm.matrix = unit_rows(rows)
     except Exception:  # an in-memory copy is an optimisation: vec0 keeps answering without it
         return
 
@@ -201,8 +206,11 @@ def neighbours(
             return Neighbours([], 0.0, skipped=_another_provider(identity, configured))
         if vector is None:
             vector = embed.to_blob(provider.embed([text])[0])
-            if question and question_map.applies(identity.name, identity.model, identity.dim):
-                vector = question_map.mapped(vector)
+            if question:
+                from nexusmem.embed import question_map  # only when a question is embedded
+
+                if question_map.applies(identity.name, identity.model, identity.dim):
+                    vector = question_map.mapped(vector)
         if len(vector) != identity.dim * 4 or not embed.usable(vector):
             return Neighbours(
                 [], 0.0, skipped=f"{identity.describe()} gave the question a vector that cannot be searched"
