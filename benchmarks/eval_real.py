@@ -174,6 +174,7 @@ SETS = (
     "fresh82",
     "fresh83",
     "fresh84",
+    "fresh85",
     "dev2",
     "removal",
     "rst",
