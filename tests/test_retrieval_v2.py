@@ -422,6 +422,24 @@ def test_evidence_keeps_a_one_list_item_whole() -> None:
     assert found["c"].lexical == 0.0 and found["c"].semantic == pytest.approx(0.65 / 0.75)
 
 
+def test_the_nearest_few_by_vector_gain_a_share_that_falls_with_their_place() -> None:
+    found = fuse.evidence([[("a", 8.0)]], [("n1", 0.40), ("n2", 0.38), ("a", 0.30), ("n9", 0.29)], floor=0.0)
+    nearest = [("n1", 0.40), ("n2", 0.38), ("a", 0.30), ("n4", 0.3), ("n5", 0.3), ("n9", 0.29)]
+    lifted = fuse.lift_nearest(dict(found), nearest, lift=0.15)
+    assert lifted["n1"].semantic == pytest.approx(0.40 + 0.15)  # the nearest: the whole lift
+    assert lifted["n2"].semantic == pytest.approx(0.38 + 0.12)
+    assert lifted["a"].semantic == pytest.approx(0.30 + 0.09) and lifted["a"].lexical == 1.0
+    assert lifted["n9"] == found["n9"]  # sixth: past the depth, unchanged
+    assert lifted["n1"].cosine == pytest.approx(0.40)  # the similarity itself is not changed
+    assert fuse.lift_nearest(dict(found), nearest, lift=0.0) == found
+    full = fuse.lift_nearest({"x": fuse.Evidence(0.0, 0.95, 0.95)}, [("x", 0.95)], lift=0.15)
+    assert full["x"].semantic == 1.0  # a share stays a share
+    # A node left out (a shell command) keeps its share and its place: the next one is still second.
+    some = fuse.lift_nearest(dict(found), nearest, lift=0.15, only={"n2", "a"})
+    assert some["n1"] == found["n1"]
+    assert some["n2"].semantic == pytest.approx(0.38 + 0.12)
+
+
 @pytest.mark.parametrize(
     ("text", "cued"),
     [

@@ -915,6 +915,7 @@ def retrieve(
         best = max(covering([i for i, _ in bm25_hits[:STRENGTH_TOP]]).values())
         scale = best**LEXICAL_COVERAGE_EXP
     found = fuse.evidence([bm25_hits, cjk_hits], [*near.hits, *near.more], near.floor, scales=[scale, 1.0])
+    found = lift_nearest(store, found, near.hits)
     settings = replace(settings, vector_weight=vector_weight(question, settings))
     scored = score_fused(
         store,
@@ -1460,6 +1461,22 @@ def changes_nearest(
         return (dated.low - node.ts if node.ts < dated.low else node.ts - dated.high), node.ts
 
     return sorted(kept, key=distance)[:NEAREST_CHANGES]
+
+
+def lift_nearest(
+    store: SearchStore, found: dict[str, fuse.Evidence], nearest: list[tuple[str, float]]
+) -> dict[str, fuse.Evidence]:
+    """FOUND with the nearest few by vector lifted (fuse.lift_nearest), the changes and doc sections among
+    them: a shell command or a turn of conversation keeps its share. Commands repeat one another ("docker
+    compose up -d redis", run five times) and when one was run says more than how near it stands; lifted,
+    the nearest runs pushed the fix they led to down a place or two on the recent-work sets (recent4
+    .592 -> .525)."""
+    head = [node_id for node_id, _ in nearest[: fuse.NEAREST_DEPTH]]
+    if not head:
+        return found
+    nodes = store.get_many(head, light=True)
+    kept = frozenset(i for i in head if i in nodes and nodes[i].kind not in rank.RECENCY_KINDS)
+    return fuse.lift_nearest(found, nearest, only=kept)
 
 
 def dated_cue(cue: timecue.Cue | None, dated: timecue.Dated | None) -> timecue.Cue | None:

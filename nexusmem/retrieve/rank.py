@@ -4,7 +4,8 @@ relevance = lexical + w·semantic (see fuse.Evidence and query.retrieve): a node
 query's best, scaled by how much of the question that best match contains, plus its vector similarity
 above the embedder's noise floor, weighted by w (`ranking.vectorWeight`, default VECTOR_WEIGHT). A node
 that only BM25 found keeps its whole lexical score (rank fusion halved it); with w < 1 a node that only the
-vectors found cannot outrank a word match that contains the whole question.
+vectors found cannot outrank a word match that contains the whole question. The five changes or doc
+sections nearest to the question by vector get a little more semantic share (fuse.lift_nearest).
 
 w was tuned on the dev questions of four real repositories (docs/evaluation.md): hybrid MRR .261 at
 w = 0 (words only), .330 at .4, .356 at .6 and .8, .362 at 1, .357 at 1.5, .353 at 2; .8 sits in the
