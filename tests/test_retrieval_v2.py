@@ -440,6 +440,36 @@ def test_the_nearest_few_by_vector_gain_a_share_that_falls_with_their_place() ->
     assert some["n2"].semantic == pytest.approx(0.38 + 0.12)
 
 
+def test_the_lift_goes_to_the_nearest_changes_not_to_the_commands_run_nearby(repo: Path) -> None:
+    from nexusmem.paths import shell_log_path
+    from nexusmem.retrieve import vector
+
+    commit(repo, "Publish the compose redis on host port 6380", {"compose.yml": "redis: 6380\n"})
+    now = int(time.time() * 1000) - 60_000
+    log = shell_log_path()
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("a", encoding="utf-8") as handle:
+        for n, (command, code) in enumerate(
+            [("docker compose up -d redis", 1)] * 3 + [("redis-cli ping", 0)]
+        ):
+            line = {"v": 1, "ts": now + n, "cwd": str(repo), "shell": "bash", "session": "s1"}
+            handle.write(json.dumps({**line, "command": command, "exit": code}) + "\n")
+    run_cli("-C", str(repo), "sync")
+    with project_mod.load(repo).open_store(readonly=True) as store:
+        near = vector.neighbours(store, "redis port clash with docker compose", question=True)
+        kinds = {i: n.kind for i, n in store.get_many([i for i, _ in near.hits], light=True).items()}
+        head = [i for i, _ in near.hits[: fuse.NEAREST_DEPTH]]
+        assert {kinds[i] for i in head} >= {"shell_command", "git_commit"}, kinds
+        found = fuse.evidence([], near.hits, near.floor)
+        lifted = query.lift_nearest(store, dict(found), near.hits)
+    for place, node_id in enumerate(head):
+        if kinds[node_id] == "shell_command":
+            assert lifted[node_id] == found[node_id]
+        else:
+            bonus = fuse.NEAREST_LIFT * (1 - place / fuse.NEAREST_DEPTH)
+            assert lifted[node_id].semantic == pytest.approx(min(1.0, found[node_id].semantic + bonus))
+
+
 @pytest.mark.parametrize(
     ("text", "cued"),
     [
