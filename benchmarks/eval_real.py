@@ -175,6 +175,7 @@ SETS = (
     "fresh83",
     "fresh84",
     "fresh85",
+    "fresh86",
     "dev2",
     "removal",
     "rst",
