@@ -117,6 +117,41 @@ def test_query_output_is_deterministic_with_vectors(history: Path) -> None:
     assert first == second
 
 
+def test_the_in_memory_distances_are_vec0s_to_the_last_bit() -> None:
+    """A long-running process reads similarities from its in-memory copy, the CLI from vec0: a matrix
+    product sums in another order and moved a score's sixth decimal between the MCP server and the CLI.
+    The copy computes each distance as vec0 does; checked against vec0's own function on vectors of every
+    scale, a vector of ones and one nearly opposite."""
+    import numpy as np
+
+    from nexusmem.retrieve import vector
+    from nexusmem.store import connection
+    from nexusmem.store.vectors import load_vec0
+
+    rng = np.random.default_rng(7)
+    rows = (rng.normal(size=(300, 256)) * rng.uniform(0.01, 50.0, size=(300, 1))).astype(np.float32)
+    query = rng.normal(size=256).astype(np.float32)
+    rows[0] = np.ones(256, dtype=np.float32)
+    rows[1] = -query + np.float32(1e-3)
+    conn = connection.connect(":memory:")
+    try:
+        load_vec0(conn)
+        by_vec0 = [
+            float(
+                conn.execute("SELECT vec_distance_cosine(?, ?)", (row.tobytes(), query.tobytes())).fetchone()[
+                    0
+                ]
+            )
+            for row in rows
+        ]
+    finally:
+        conn.close()
+    assert vector.index_distances(rows, query).tolist() == by_vec0
+    # What the copy used to compute differs: the test can tell the two apart.
+    product = 1.0 - (rows / np.linalg.norm(rows, axis=1)[:, None]) @ (query / np.linalg.norm(query))
+    assert product.tolist() != by_vec0
+
+
 @pytest.mark.slow
 def test_a_long_running_process_answers_from_memory_exactly_as_vec0(history: Path) -> None:
     import time
@@ -144,14 +179,13 @@ def test_a_long_running_process_answers_from_memory_exactly_as_vec0(history: Pat
         assert any(cold_more.values())
         for q in questions:
             assert [i for i, _ in hot_more[q]] == [i for i, _ in cold_more[q]]
-            assert [sim for _, sim in hot_more[q]] == pytest.approx(
-                [sim for _, sim in cold_more[q]], abs=1e-5
-            )
+            # To the last bit: the copy computes each distance as vec0 does (vector.index_distances).
+            assert [sim for _, sim in hot_more[q]] == [sim for _, sim in cold_more[q]]
         assert {q: [i for i, _ in hits] for q, hits in hot.items()} == {
             q: [i for i, _ in hits] for q, hits in cold.items()
         }
         for q in questions:
-            assert [sim for _, sim in hot[q]] == pytest.approx([sim for _, sim in cold[q]], abs=1e-5)
+            assert [sim for _, sim in hot[q]] == [sim for _, sim in cold[q]]
             assert all(0.25 <= sim <= 1.0 + 1e-6 for _, sim in hot[q])
     commit(history, "feat(search): a brand new node about quasars", {"quasar.txt": "quasar\n"})
     run_cli("-C", str(history), "sync", "-q")

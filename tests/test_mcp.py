@@ -75,15 +75,10 @@ def small_history(repo: Path) -> None:
 
 
 def assert_same_answer(one: dict[str, Any], other: dict[str, Any]) -> None:
-    """ONE and OTHER are the same `query --json` object, but that a score may differ in its sixth decimal:
-    from its second query on, a server reads the vectors' similarities from its in-memory copy (numpy), where a
-    first query and the CLI read them from the index."""
-    assert [i["score"] for i in one["items"]] == pytest.approx([i["score"] for i in other["items"]], abs=2e-6)
-
-    def unscored(answer: dict[str, Any]) -> dict[str, Any]:
-        return {**answer, "items": [{k: v for k, v in i.items() if k != "score"} for i in answer["items"]]}
-
-    assert unscored(one) == unscored(other)
+    """ONE and OTHER are the same `query --json` object, scores to the last bit: from its second query on, a
+    server reads the vectors' similarities from its in-memory copy, where a first query and the CLI read
+    them from the index, and the copy computes them as the index does (vector.index_distances)."""
+    assert one == other
 
 
 # Keywords pydantic spells its own way; a client reading the JSON Schema a tool publishes knows none of them.
@@ -237,8 +232,8 @@ def test_every_tool_against_a_real_repository(repo: Path, tmp_path: Path) -> Non
             assert cli.returncode == 0, cli.stderr
             assert text == cli.stdout.rstrip("\n")
             cli_json = run_script("-C", root, "query", "--json", "--", "cache WAL", cwd=tmp_path)
-            # The same object; a score may differ in its sixth decimal: from its second query on, the server
-            # reads the vectors' similarities from its in-memory copy (numpy), the CLI from the index.
+            # The same object: from its second query on, the server reads the vectors' similarities from its
+            # in-memory copy, the CLI from the index, and the two compute them alike.
             assert_same_answer(found, json.loads(cli_json.stdout))
             assert any(i["kind"] == "git_commit" and "WAL" in i["title"] for i in found["items"])
             assert set(found["items"][0]) == {

@@ -33,7 +33,8 @@ class _Warm:
     queries: int = 0
     loading: bool = False
     seqs: Any = None  # numpy int64 array
-    matrix: Any = None  # numpy float32 array, rows normalised
+    matrix: Any = None  # numpy float32 array, the stored vectors as they are
+    inverse_norms: Any = None  # numpy float32 array, 1 / each row's length
 
 
 _WARM: dict[str, _Warm] = {}
@@ -58,14 +59,49 @@ def _load(db: Path, warm: _Warm) -> None:
         rows = read_all_vectors(db)
         if not rows:
             return
-        warm.seqs, warm.matrix = unit_rows(rows)
+        import numpy as np
+
+        matrix = np.frombuffer(b"".join(blob for _, blob in rows), dtype=np.float32).reshape(len(rows), -1)
+        norms = np.linalg.norm(matrix, axis=1)
+        keep = np.isfinite(norms) & (norms > 0)
+        seqs = np.array([seq for seq, _ in rows], dtype=np.int64)[keep]
+        warm.inverse_norms = (1.0 / norms[keep]).astype(np.float32)
+        warm.seqs, warm.matrix = seqs, np.ascontiguousarray(matrix[keep])
     except Exception:  # an in-memory copy is an optimisation: vec0 keeps answering without it
         return
 
 
-def _warm_similarities(store: SearchStore, blob: bytes) -> tuple[Any, Any] | None:
-    """(seqs, cosine similarities to BLOB) over every vector of the in-memory copy, as numpy arrays in
-    seq order; None while the copy is not ready (the second query of a process starts loading it)."""
+def index_distances(rows: Any, query: Any) -> Any:
+    """The cosine distance of each of ROWS (float32 vectors as stored) from QUERY (float32), computed as
+    sqlite-vec's vec0 computes it (distance_cosine_float): the products and their sums in float32 taken in
+    order, the quotient in double, the result rounded to float32. A matrix product sums in another order
+    and moves a distance by up to 2e-7, enough to move a score's sixth decimal and, at a tie, an order: the
+    in-memory copy would answer a long-running process (the MCP server) otherwise than the index answers
+    the CLI. float64 numbers, as SQLite hands vec0's back."""
+    import numpy as np
+
+    dot = np.add.accumulate(rows * query, axis=1, dtype=np.float32)[:, -1]
+    own = np.add.accumulate(rows * rows, axis=1, dtype=np.float32)[:, -1]
+    asked = np.add.accumulate(query * query, dtype=np.float32)[-1]
+    quotient = dot.astype(np.float64) / (np.sqrt(np.float64(asked)) * np.sqrt(own.astype(np.float64)))
+    return (1.0 - quotient).astype(np.float32).astype(np.float64)
+
+
+@dataclass(frozen=True)
+class _WarmAnswer:
+    """The in-memory copy's view of one query: its SEQS and MATRIX, every row's approximate SIMILARITY to
+    the QUERY (a matrix product: enough to choose the nearest), and the QUERY itself for their exact
+    distances (index_distances)."""
+
+    seqs: Any
+    matrix: Any
+    similarity: Any
+    query: Any
+
+
+def _warm_similarities(store: SearchStore, blob: bytes) -> _WarmAnswer | None:
+    """The in-memory copy's similarities to BLOB (_WarmAnswer); None while the copy is not ready (the
+    second query of a process starts loading it)."""
     if not store.in_memory_copy:
         return None
     key = str(store.path)
@@ -85,33 +121,48 @@ def _warm_similarities(store: SearchStore, blob: bytes) -> tuple[Any, Any] | Non
     query = np.frombuffer(blob, dtype=np.float32)
     if query.shape[0] != warm.matrix.shape[1]:
         return None
-    norm = float(np.linalg.norm(query)) or 1.0
-    return warm.seqs, warm.matrix @ (query / norm)
+    return _WarmAnswer(warm.seqs, warm.matrix, (warm.matrix @ query) * warm.inverse_norms, query)
 
 
-def _nearest(seqs: Any, sims: Any, k: int) -> list[tuple[int, float]]:
-    """(seq, cosine distance) of the K most similar."""
+# The nearest are chosen on the matrix product's similarities, then put in order on their exact distances:
+# a few more than K are chosen, so that one the product put just past K, by less than its rounding, is not
+# lost where the index would keep it.
+NEAREST_MARGIN = 16
+
+
+def _nearest(warm: _WarmAnswer, k: int) -> list[tuple[int, float]]:
+    """(seq, cosine distance) of the K nearest, the distances the index would give (index_distances)."""
     import numpy as np
 
-    count = min(k, sims.shape[0])
+    sims = warm.similarity
+    count = min(k + NEAREST_MARGIN, sims.shape[0])
+    if count <= 0 or k <= 0:
+        return []
     top = np.argpartition(-sims, count - 1)[:count]
-    return [(int(seqs[i]), float(1.0 - sims[i])) for i in top]
+    distances = index_distances(warm.matrix[top], warm.query)
+    ranked = sorted(zip(distances.tolist(), warm.seqs[top].tolist(), strict=True))[:k]
+    return [(int(seq), float(distance)) for distance, seq in ranked]
 
 
-def _distances_of(store: SearchStore, seqs: Any, sims: Any, ids: Sequence[str]) -> dict[str, float]:
-    """id → cosine distance of those of IDS in the in-memory copy (SEQS sorted, SIMS beside them)."""
+def _distances_of(store: SearchStore, warm: _WarmAnswer, ids: Sequence[str]) -> dict[str, float]:
+    """id → cosine distance of those of IDS in the in-memory copy (its seqs sorted), as the index gives it."""
     import numpy as np
 
     rows = store.vector_rows(ids)
     if not rows:
         return {}
+    seqs = warm.seqs
     wanted = np.array(list(rows.values()), dtype=np.int64)
     at = np.minimum(np.searchsorted(seqs, wanted), len(seqs) - 1)
-    return {
-        node_id: float(1.0 - sims[i])
+    found = [
+        (node_id, i)
         for node_id, i, seq in zip(rows, at.tolist(), wanted.tolist(), strict=True)
         if int(seqs[i]) == seq
-    }
+    ]
+    if not found:
+        return {}
+    distances = index_distances(warm.matrix[[i for _, i in found]], warm.query)
+    return {node_id: float(d) for (node_id, _), d in zip(found, distances.tolist(), strict=True)}
 
 
 def knn(store: SearchStore, text: str, *, k: int = KNN, as_of: int | None = None) -> list[str]:
@@ -217,7 +268,7 @@ def neighbours(
             )
         warm = _warm_similarities(store, vector)
         hits = (
-            store.vector_hits_to_ids(_nearest(*warm, depth), as_of, since=since, until=until)
+            store.vector_hits_to_ids(_nearest(warm, depth), as_of, since=since, until=until)
             if warm is not None
             else store.search_vectors(vector, depth, as_of, since=since, until=until)
         )
@@ -239,7 +290,7 @@ def neighbours(
     unread = [node_id for node_id in wanted if node_id not in searched]
     try:
         if unread and warm is not None:
-            exact.update(_distances_of(store, *warm, unread))
+            exact.update(_distances_of(store, warm, unread))
         elif unread:
             exact.update(store.vector_distances(vector, unread))
     except StoreError:
