@@ -117,39 +117,40 @@ def test_query_output_is_deterministic_with_vectors(history: Path) -> None:
     assert first == second
 
 
-def test_the_in_memory_distances_are_vec0s_to_the_last_bit() -> None:
-    """A long-running process reads similarities from its in-memory copy, the CLI from vec0: a matrix
-    product sums in another order and moved a score's sixth decimal between the MCP server and the CLI.
-    The copy computes each distance as vec0 does; checked against vec0's own function on vectors of every
-    scale, a vector of ones and one nearly opposite."""
+def test_the_in_memory_copys_nearest_get_the_distances_the_k_nn_gives(tmp_path: Path) -> None:
+    """A long-running process chooses the nearest from its in-memory copy by a matrix product, whose sums
+    run in another order than vec0's (a score's sixth decimal moved between the MCP server and the CLI);
+    it asks the store for their distances, which must be the k-NN's own to the last bit, on vectors of
+    every scale, a vector of ones and one nearly opposite to the question."""
     import numpy as np
 
-    from nexusmem.retrieve import vector
-    from nexusmem.store import connection
-    from nexusmem.store.vectors import load_vec0
+    from nexusmem.store.db import open_store
+    from nexusmem.store.vectors import VEC_TABLE
 
     rng = np.random.default_rng(7)
     rows = (rng.normal(size=(300, 256)) * rng.uniform(0.01, 50.0, size=(300, 1))).astype(np.float32)
     query = rng.normal(size=256).astype(np.float32)
     rows[0] = np.ones(256, dtype=np.float32)
     rows[1] = -query + np.float32(1e-3)
-    conn = connection.connect(":memory:")
-    try:
-        load_vec0(conn)
-        by_vec0 = [
-            float(
-                conn.execute("SELECT vec_distance_cosine(?, ?)", (row.tobytes(), query.tobytes())).fetchone()[
-                    0
-                ]
+    with open_store(tmp_path / "memory.db", create=True) as store:
+        with store.transaction():
+            store.create_vector_table(256, "{}")
+            store.conn.executemany(
+                f"INSERT INTO {VEC_TABLE}(rowid, embedding) VALUES (?, ?)",
+                [(i + 1, row.tobytes()) for i, row in enumerate(rows)],
             )
-            for row in rows
-        ]
-    finally:
-        conn.close()
-    assert vector.index_distances(rows, query).tolist() == by_vec0
-    # What the copy used to compute differs: the test can tell the two apart.
+        knn = dict(
+            store.conn.execute(
+                f"SELECT rowid, distance FROM {VEC_TABLE} WHERE embedding MATCH ? AND k = 300",
+                (query.tobytes(),),
+            ).fetchall()
+        )
+        given = store.distances_from(query.tobytes(), [row.tobytes() for row in rows])
+        assert store.distances_from(query.tobytes(), []) == []
+    assert given == [knn[i + 1] for i in range(len(rows))]
+    # The product the copy chooses by differs: asking the store is what makes the two agree.
     product = 1.0 - (rows / np.linalg.norm(rows, axis=1)[:, None]) @ (query / np.linalg.norm(query))
-    assert product.tolist() != by_vec0
+    assert product.tolist() != given
 
 
 @pytest.mark.slow
@@ -179,7 +180,7 @@ def test_a_long_running_process_answers_from_memory_exactly_as_vec0(history: Pat
         assert any(cold_more.values())
         for q in questions:
             assert [i for i, _ in hot_more[q]] == [i for i, _ in cold_more[q]]
-            # To the last bit: the copy computes each distance as vec0 does (vector.index_distances).
+            # To the last bit: the copy asks the index's own function for each distance (store.distances_from).
             assert [sim for _, sim in hot_more[q]] == [sim for _, sim in cold_more[q]]
         assert {q: [i for i, _ in hits] for q, hits in hot.items()} == {
             q: [i for i, _ in hits] for q, hits in cold.items()

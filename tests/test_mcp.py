@@ -77,7 +77,7 @@ def small_history(repo: Path) -> None:
 def assert_same_answer(one: dict[str, Any], other: dict[str, Any]) -> None:
     """ONE and OTHER are the same `query --json` object, scores to the last bit: from its second query on, a
     server reads the vectors' similarities from its in-memory copy, where a first query and the CLI read
-    them from the index, and the copy computes them as the index does (vector.index_distances)."""
+    them from the index, and the copy asks the index's own function for them (store.distances_from)."""
     assert one == other
 
 

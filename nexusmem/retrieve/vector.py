@@ -6,6 +6,7 @@ does one whose provider cannot answer now (Ollama down).
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -71,32 +72,18 @@ def _load(db: Path, warm: _Warm) -> None:
         return
 
 
-def index_distances(rows: Any, query: Any) -> Any:
-    """The cosine distance of each of ROWS (float32 vectors as stored) from QUERY (float32), computed as
-    sqlite-vec's vec0 computes it (distance_cosine_float): the products and their sums in float32 taken in
-    order, the quotient in double, the result rounded to float32. A matrix product sums in another order
-    and moves a distance by up to 2e-7, enough to move a score's sixth decimal and, at a tie, an order: the
-    in-memory copy would answer a long-running process (the MCP server) otherwise than the index answers
-    the CLI. float64 numbers, as SQLite hands vec0's back."""
-    import numpy as np
-
-    dot = np.add.accumulate(rows * query, axis=1, dtype=np.float32)[:, -1]
-    own = np.add.accumulate(rows * rows, axis=1, dtype=np.float32)[:, -1]
-    asked = np.add.accumulate(query * query, dtype=np.float32)[-1]
-    quotient = dot.astype(np.float64) / (np.sqrt(np.float64(asked)) * np.sqrt(own.astype(np.float64)))
-    return (1.0 - quotient).astype(np.float32).astype(np.float64)
-
-
 @dataclass(frozen=True)
 class _WarmAnswer:
-    """The in-memory copy's view of one query: its SEQS and MATRIX, every row's approximate SIMILARITY to
-    the QUERY (a matrix product: enough to choose the nearest), and the QUERY itself for their exact
-    distances (index_distances)."""
+    """The in-memory copy's view of one query: its SEQS and MATRIX (the vectors as stored), every row's
+    SIMILARITY to the query by a matrix product (enough to choose the nearest: its sums run in another order
+    than the index's, so a distance would differ from the index's by up to 2e-7, a score's sixth decimal
+    between the MCP server and the CLI), and the query's BLOB, whose distances to the chosen the index's own
+    function gives (store.distances_from)."""
 
     seqs: Any
     matrix: Any
     similarity: Any
-    query: Any
+    blob: bytes
 
 
 def _warm_similarities(store: SearchStore, blob: bytes) -> _WarmAnswer | None:
@@ -121,7 +108,7 @@ def _warm_similarities(store: SearchStore, blob: bytes) -> _WarmAnswer | None:
     query = np.frombuffer(blob, dtype=np.float32)
     if query.shape[0] != warm.matrix.shape[1]:
         return None
-    return _WarmAnswer(warm.seqs, warm.matrix, (warm.matrix @ query) * warm.inverse_norms, query)
+    return _WarmAnswer(warm.seqs, warm.matrix, (warm.matrix @ query) * warm.inverse_norms, blob)
 
 
 # The nearest are chosen on the matrix product's similarities, then put in order on their exact distances:
@@ -130,8 +117,8 @@ def _warm_similarities(store: SearchStore, blob: bytes) -> _WarmAnswer | None:
 NEAREST_MARGIN = 16
 
 
-def _nearest(warm: _WarmAnswer, k: int) -> list[tuple[int, float]]:
-    """(seq, cosine distance) of the K nearest, the distances the index would give (index_distances)."""
+def _nearest(store: SearchStore, warm: _WarmAnswer, k: int) -> list[tuple[int, float]]:
+    """(seq, cosine distance) of the K nearest, the distances the index would give."""
     import numpy as np
 
     sims = warm.similarity
@@ -139,9 +126,13 @@ def _nearest(warm: _WarmAnswer, k: int) -> list[tuple[int, float]]:
     if count <= 0 or k <= 0:
         return []
     top = np.argpartition(-sims, count - 1)[:count]
-    distances = index_distances(warm.matrix[top], warm.query)
-    ranked = sorted(zip(distances.tolist(), warm.seqs[top].tolist(), strict=True))[:k]
-    return [(int(seq), float(distance)) for distance, seq in ranked]
+    distances = store.distances_from(warm.blob, [row.tobytes() for row in warm.matrix[top]])
+    ranked = sorted(
+        (distance, int(seq))
+        for distance, seq in zip(distances, warm.seqs[top].tolist(), strict=True)
+        if math.isfinite(distance)
+    )
+    return [(seq, distance) for distance, seq in ranked[:k]]
 
 
 def _distances_of(store: SearchStore, warm: _WarmAnswer, ids: Sequence[str]) -> dict[str, float]:
@@ -161,8 +152,8 @@ def _distances_of(store: SearchStore, warm: _WarmAnswer, ids: Sequence[str]) -> 
     ]
     if not found:
         return {}
-    distances = index_distances(warm.matrix[[i for _, i in found]], warm.query)
-    return {node_id: float(d) for (node_id, _), d in zip(found, distances.tolist(), strict=True)}
+    distances = store.distances_from(warm.blob, [warm.matrix[i].tobytes() for _, i in found])
+    return {node_id: d for (node_id, _), d in zip(found, distances, strict=True) if math.isfinite(d)}
 
 
 def knn(store: SearchStore, text: str, *, k: int = KNN, as_of: int | None = None) -> list[str]:
@@ -268,7 +259,7 @@ def neighbours(
             )
         warm = _warm_similarities(store, vector)
         hits = (
-            store.vector_hits_to_ids(_nearest(warm, depth), as_of, since=since, until=until)
+            store.vector_hits_to_ids(_nearest(store, warm, depth), as_of, since=since, until=until)
             if warm is not None
             else store.search_vectors(vector, depth, as_of, since=since, until=until)
         )

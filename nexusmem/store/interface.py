@@ -300,6 +300,12 @@ class SearchStore(Protocol):
         the vectors is indexed by. Empty for a store without an in-memory copy."""
         ...
 
+    def distances_from(self, blob: bytes, vectors: Sequence[bytes]) -> list[float]:
+        """The cosine distance of each of VECTORS (float32, as stored) from BLOB, by the index's own
+        function: an in-memory copy's nearest get the distances the index would give them. Empty for a
+        store without an in-memory copy."""
+        ...
+
     def shell_neighbours(
         self, anchor: StoredNode, *, after: bool, limit: int, window_ms: int, as_of: int | None = None
     ) -> list[str]:

@@ -1891,6 +1891,9 @@ class TeamStore:
     def vector_rows(self, ids: Sequence[str]) -> dict[str, int]:
         return {}  # no in-memory copy (in_memory_copy is False): never called
 
+    def distances_from(self, blob: bytes, vectors: Sequence[bytes]) -> list[float]:
+        return []  # no in-memory copy (in_memory_copy is False): never called
+
     def _vector_total(self) -> int:
         """This project's vector count (term_df's row, read with the question's term counts)."""
         if self.schema_version() < 2:

@@ -19,6 +19,8 @@ from nexusmem.errors import StoreError
 from nexusmem.store.batch import execute_in
 
 VEC_TABLE = "nodes_vec"
+# Vectors a statement of distances_from binds (two numbers each, far below SQLite's 32,766).
+DISTANCE_BATCH = 500
 IDENTITY_KEY = "vector_identity"
 # Bumped by every write to the vectors: a process that keeps them in memory knows when to reload.
 GENERATION_KEY = "vector_generation"
@@ -382,6 +384,31 @@ class VectorIndexMixin:
                 ).fetchone()
                 if found is not None and found[0] is not None:
                     out[node_id] = float(found[0])
+        except Exception as exc:
+            raise StoreError(f"vector search failed: {exc}") from exc
+        return out
+
+    def distances_from(self, blob: bytes, vectors: Sequence[bytes]) -> list[float]:
+        """The cosine distance of each of VECTORS from BLOB by vec0's own function, the one its k-NN
+        computes: a long-running process's in-memory copy chooses the nearest by a matrix product, whose
+        sums run in another order (a score's sixth decimal moved between the MCP server and the CLI), and
+        asks their distances here. One statement per DISTANCE_BATCH vectors, no table read."""
+        if not vectors:
+            return []
+        self._vec_ready()
+        out: list[float] = []
+        try:
+            for start in range(0, len(vectors), DISTANCE_BATCH):
+                part = vectors[start : start + DISTANCE_BATCH]
+                rows = ",".join("(?, ?)" for _ in part)
+                params: list[Any] = [blob]
+                for i, vector in enumerate(part):
+                    params += [i, vector]
+                found = self.conn.execute(
+                    f"SELECT column1, vec_distance_cosine(column2, ?) FROM (VALUES {rows}) ORDER BY column1",
+                    params,
+                ).fetchall()
+                out += [float("nan") if r[1] is None else float(r[1]) for r in found]
         except Exception as exc:
             raise StoreError(f"vector search failed: {exc}") from exc
         return out
