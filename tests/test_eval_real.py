@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import random
 import re
 import subprocess
@@ -671,3 +672,28 @@ def test_the_question_map_learner_reads_the_synced_stores(
     assert target.stat().st_size == 4 * builtin.DIM * builtin.DIM
     with pytest.raises(SystemExit, match="no synced store for demo"):
         learn.main([*args[:-1], str(tmp_path / "nothing")])
+
+
+def test_recent_work_planted_just_after_midnight_is_flagged() -> None:
+    """Planted in the first two hours of the local day, some of "today's" recent work falls on yesterday
+    and the recent-work sets score lower (recent .771 -> .692 at 00:38 UTC): whoever re-runs them then is
+    told, with the time, and later in the day nothing is said."""
+    import time
+
+    mod = load_script()
+    was = os.environ.get("TZ")
+    os.environ["TZ"] = "UTC"
+    time.tzset()
+    try:
+        day = 1_764_979_200  # 2025-12-06 00:00 UTC
+        early = mod.early_day_note(day + 38 * 60)
+        assert early is not None and "00:38" in early and "after 02:00" in early
+        assert mod.early_day_note(day + 119 * 60) is not None
+        assert mod.early_day_note(day + 120 * 60) is None
+        assert mod.early_day_note(day + 15 * 3600) is None
+    finally:
+        if was is None:
+            del os.environ["TZ"]
+        else:
+            os.environ["TZ"] = was
+        time.tzset()
