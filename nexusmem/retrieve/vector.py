@@ -42,17 +42,23 @@ _WARM: dict[str, _Warm] = {}
 _WARM_LOCK = threading.Lock()
 
 
-def unit_rows(rows: list[tuple[int, bytes]]) -> tuple[Any, Any]:
-    """(seqs, matrix) of stored vector ROWS (read_all_vectors: seq, float32 blob), as numpy arrays in ROWS'
-    order, each vector normalised; one stored NaN, infinite or all zero (before embedding checked them) is
-    left out."""
+def usable_rows(rows: list[tuple[int, bytes]]) -> tuple[Any, Any, Any]:
+    """(seqs, matrix, norms) of stored vector ROWS (read_all_vectors: seq, float32 blob), as numpy arrays in
+    ROWS' order, the vectors as stored; one stored NaN, infinite or all zero (before embedding checked them)
+    is left out."""
     import numpy as np
 
     matrix = np.frombuffer(b"".join(blob for _, blob in rows), dtype=np.float32).reshape(len(rows), -1)
     norms = np.linalg.norm(matrix, axis=1)
     keep = np.isfinite(norms) & (norms > 0)
     seqs = np.array([seq for seq, _ in rows], dtype=np.int64)
-    return seqs[keep], matrix[keep] / norms[keep][:, None]
+    return seqs[keep], matrix[keep], norms[keep]
+
+
+def unit_rows(rows: list[tuple[int, bytes]]) -> tuple[Any, Any]:
+    """(seqs, matrix) of usable_rows(ROWS), each vector normalised."""
+    seqs, matrix, norms = usable_rows(rows)
+    return seqs, matrix / norms[:, None]
 
 
 def _load(db: Path, warm: _Warm) -> None:
@@ -60,14 +66,9 @@ def _load(db: Path, warm: _Warm) -> None:
         rows = read_all_vectors(db)
         if not rows:
             return
-        import numpy as np
-
-        matrix = np.frombuffer(b"".join(blob for _, blob in rows), dtype=np.float32).reshape(len(rows), -1)
-        norms = np.linalg.norm(matrix, axis=1)
-        keep = np.isfinite(norms) & (norms > 0)
-        seqs = np.array([seq for seq, _ in rows], dtype=np.int64)[keep]
-        warm.inverse_norms = (1.0 / norms[keep]).astype(np.float32)
-        warm.seqs, warm.matrix = seqs, np.ascontiguousarray(matrix[keep])
+        seqs, matrix, norms = usable_rows(rows)
+        warm.inverse_norms = (1.0 / norms).astype(matrix.dtype)
+        warm.seqs, warm.matrix = seqs, matrix  # the matrix last: a query reads the copy once it is set
     except Exception:  # an in-memory copy is an optimisation: vec0 keeps answering without it
         return
 
