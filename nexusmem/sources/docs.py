@@ -115,14 +115,14 @@ def release_notes_excluded(path: str, exclude: Sequence[str]) -> bool:
     return bool(others) and _glob_match(path, others)
 
 
-def left_to_release_notes(path: str, names: Sequence[str]) -> bool:
-    """Whether a glob of NAMES (notes_globs' first half) leaves the file at PATH out of the docs: only the
-    release notes the changelog source reads (is_release_notes), or would read were it on. Any other file
+def left_to_release_notes(path: str, names: Sequence[str], *, notes: bool) -> bool:
+    """Whether a glob of NAMES (notes_globs' first half) leaves the file at PATH out of the docs, NOTES saying
+    whether it is release notes (is_release_notes, asked once by the caller): only the release notes the changelog source reads (is_release_notes), or would read were it on. Any other file
     those globs match is documentation nothing else reads: vuejs/router's `guide/essentials/history-mode.md`
     (HISTORY*), flake8's `docs/source/internal/releases.rst` on how it makes releases (RELEASES*), notes
     deeper than RELEASE_NOTES_DEPTH (`crates/filterer/globset/CHANGELOG.md`) or under another name
     (`ChangeLog-old.md`, `CHANGESv3.md`) were read by neither source."""
-    return bool(names) and _glob_match(path, names) and is_release_notes(path)
+    return notes and bool(names) and _glob_match(path, names)
 
 
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
@@ -981,9 +981,10 @@ def _candidates(
         path = os.fsdecode(entry[2:])
         if path in seen or not _glob_match(path, include) or _glob_match(path, others):
             continue
-        if left_to_release_notes(path, names):
+        notes = is_release_notes(path)
+        if left_to_release_notes(path, names, notes=notes):
             continue
-        if (skip_release_notes and is_release_notes(path)) or is_agent_transcript(path):
+        if (skip_release_notes and notes) or is_agent_transcript(path):
             continue
         seen[path] = entry[:1] != b"?"
         if entry[:1] == b"S":
