@@ -176,6 +176,7 @@ SETS = (
     "fresh84",
     "fresh85",
     "fresh86",
+    "fresh87",
     "dev2",
     "removal",
     "rst",
@@ -768,23 +769,34 @@ def load_recent(path: Path = RECENT_FILE) -> tuple[dict[str, Any], list[Question
     return data, out
 
 
-# The planted work is dated hours before the run: run in the first two hours of the local day, some of
-# "today's" falls on yesterday, and the questions about today score lower (recent .771 -> .692, recent2
-# .700 -> .677, recent4 .592 -> .567 at 00:38 UTC, the same on the release before; the tests skip such cases
-# then, for the same reason).
-EARLY_MINUTES = 120
+# The planted work is dated hours before the run: run earlier in the local day than its work of the last
+# SAME_DAY hours is old, some of "today's" falls on yesterday, and the questions about today score lower
+# (recent .771 -> .692, recent2 .700 -> .677, recent4 .592 -> .567 at 00:38 UTC, the same on the release
+# before; at 02:36 UTC recent .688 and recent2 .626, recent2's newest work going back six hours). The tests
+# skip such cases, for the same reason.
+SAME_DAY = 12 * 3600
 
 
-def early_day_note(now: float) -> str | None:
+def same_day_seconds(planted: dict[str, Any]) -> int:
+    """How long ago the oldest of PLANTED's work (commits and commands) younger than SAME_DAY was done."""
+    agos = [ago_seconds(item["ago"]) for kind in ("commits", "shell") for item in planted.get(kind, ())]
+    return max((ago for ago in agos if ago < SAME_DAY), default=0)
+
+
+def early_day_note(now: float, same_day: int) -> str | None:
     """What to tell someone who plants the recent work at NOW (epoch seconds, local time) too early in the
-    day for figures comparable with other runs; None later in the day."""
+    day for figures comparable with other runs, its work of the last hours going back SAME_DAY seconds;
+    None later in the day."""
     at = time.localtime(now)
-    if at.tm_hour * 60 + at.tm_min >= EARLY_MINUTES:
+    since_midnight = at.tm_hour * 3600 + at.tm_min * 60 + at.tm_sec
+    if since_midnight >= same_day:
         return None
+    hours, minutes = divmod(-(-same_day // 60), 60)
     return (
-        f"note: the recent work is planted at {at.tm_hour:02d}:{at.tm_min:02d}, less than two hours into the"
-        " day, so some of today's falls on yesterday and its questions score lower than later in the day;"
-        " run it again after 02:00 (local time, TZ) for figures comparable with others"
+        f"note: the recent work is planted at {at.tm_hour:02d}:{at.tm_min:02d}, and some of it is dated up to"
+        f" {hours:d}h{minutes:02d} before, so some of today's falls on yesterday and its questions score lower"
+        f" than later in the day; run it again after {hours:02d}:{minutes:02d} (local time, TZ) for figures"
+        " comparable with others"
     )
 
 
@@ -812,7 +824,7 @@ def build_generated(slot: Path, data: dict[str, Any]) -> dict[str, Any]:
     # Left where make_history put it: its shell log's cwd values name that path.
     repo = slot / "history" / "repo"
     now = int(time.time())
-    early = early_day_note(now)
+    early = early_day_note(now, same_day_seconds(data["planted"]))
     if early:
         print(early, file=sys.stderr)
     env = dict(os.environ)

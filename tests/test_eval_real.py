@@ -10,7 +10,7 @@ import random
 import re
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -674,10 +674,11 @@ def test_the_question_map_learner_reads_the_synced_stores(
         learn.main([*args[:-1], str(tmp_path / "nothing")])
 
 
-def test_recent_work_planted_just_after_midnight_is_flagged() -> None:
-    """Planted in the first two hours of the local day, some of "today's" recent work falls on yesterday
-    and the recent-work sets score lower (recent .771 -> .692 at 00:38 UTC): whoever re-runs them then is
-    told, with the time, and later in the day nothing is said."""
+def test_recent_work_planted_too_early_in_the_day_is_flagged() -> None:
+    """Planted earlier in the local day than its work of the last hours is old, some of "today's" recent work
+    falls on yesterday and the recent-work sets score lower (recent .771 -> .692 at 00:38 UTC, recent2 .700
+    -> .626 at 02:36): whoever re-runs them then is told, with the time after which to run them, and later in
+    the day nothing is said. Each shipped set is flagged at 02:00, none at noon."""
     import time
 
     mod = load_script()
@@ -686,14 +687,92 @@ def test_recent_work_planted_just_after_midnight_is_flagged() -> None:
     time.tzset()
     try:
         day = 1_764_979_200  # 2025-12-06 00:00 UTC
-        early = mod.early_day_note(day + 38 * 60)
-        assert early is not None and "00:38" in early and "after 02:00" in early
-        assert mod.early_day_note(day + 119 * 60) is not None
-        assert mod.early_day_note(day + 120 * 60) is None
-        assert mod.early_day_note(day + 15 * 3600) is None
+        planted = {
+            "commits": [{"ago": "190h"}, {"ago": "5h"}],
+            "shell": [{"ago": "340m"}, {"ago": "26h"}, {"ago": "30m"}],
+        }
+        same_day = mod.same_day_seconds(planted)
+        assert same_day == 340 * 60
+        early = mod.early_day_note(day + 156 * 60, same_day)
+        assert early is not None and "02:36" in early and "after 05:40" in early
+        assert mod.early_day_note(day + 339 * 60, same_day) is not None
+        assert mod.early_day_note(day + 340 * 60, same_day) is None
+        assert mod.early_day_note(day + 15 * 3600, same_day) is None
+        assert mod.same_day_seconds({"commits": [{"ago": "2d"}], "shell": []}) == 0
+        for name in ("recent", "recent2", "recent3", "recent4"):
+            data, _ = mod.load_recent(mod.RECENT_FILE.with_name(f"{name}.json"))
+            assert mod.early_day_note(day + 2 * 3600, mod.same_day_seconds(data["planted"])) is not None
+            assert mod.early_day_note(day + 12 * 3600, mod.same_day_seconds(data["planted"])) is None
     finally:
         if was is None:
             del os.environ["TZ"]
         else:
             os.environ["TZ"] = was
         time.tzset()
+
+
+LEARN_KIN = SCRIPT.parent / "learn_kin.py"
+
+
+@pytest.fixture
+def kin_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A learned-kin file of the test's own that the thesaurus reads in place of the shipped one."""
+    from nexusmem.retrieve import thesaurus
+
+    path = tmp_path / "kin.txt"
+    monkeypatch.setattr(thesaurus, "LEARNED_KIN_FILE", path)
+    thesaurus.learned_kin.cache_clear()
+    yield path
+    thesaurus.learned_kin.cache_clear()
+
+
+def test_learned_kin_are_what_users_of_several_projects_say(kin_file: Path) -> None:
+    """A question word's kin are the words its answers' messages hold far more often than messages do, said
+    about three repositories or more: one project's own name for a thing, or a word every fix holds, is not
+    one. What the learner writes, the thesaurus reads; a line it cannot read counts for nothing."""
+    from nexusmem.retrieve import thesaurus
+
+    learn = load_script(LEARN_KIN)
+    examples = [(f"r{i}", {"cache", "folder"}, {"create", "directory", "fix"}) for i in range(3)]
+    examples += [(f"r{i}", {"widget", "slow"}, {"frobnicator", "fix"}) for i in range(2)]
+    examples += [(f"r{i % 5}", {"other", f"w{i}"}, {"fix", f"v{i}"}) for i in range(40)]
+    kin = learn.learn(examples)
+    assert [word for word, _ in kin["folder"]][:2] == ["create", "directory"]
+    assert "widget" not in kin and "slow" not in kin  # said about two repositories only
+    assert all(word != "fix" for row in kin.values() for word, _ in row)  # every answer holds it
+    kin_file.write_text(learn.dump(kin) + "hangs deadlock:oops loop:2\n", encoding="utf-8")
+    assert thesaurus.learned(["my", "cache", "folder"], {"cache", "folder"}) == ["create", "directory"]
+    assert thesaurus.learned(["folder"], {"create"}) == ["directory"]
+    assert thesaurus.learned(["hangs"], set()) == ["loop"]
+    assert "directory" in thesaurus.expand(["folder"]) and "directory" not in thesaurus.expand(
+        ["folder"], kin=False
+    )
+    kin_file.unlink()
+    thesaurus.learned_kin.cache_clear()
+    assert thesaurus.learned(["folder"], set()) == []  # no file: the groups alone answer
+
+
+def test_the_kin_learner_reads_the_synced_stores(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`learn_kin.py` pairs each answerable question's words with its labelled commits' message words, from
+    the stores `eval_real.py --work` synced; one repository's questions make no kin at the shipped
+    threshold; `--leave-out` leaves a set's questions out."""
+    ev, _shas, args = demo_set(tmp_path)
+    assert ev.main([*args, "--no-pack"]) == 0
+    capsys.readouterr()
+    learn = load_script(LEARN_KIN)
+    out = tmp_path / "kin.txt"
+    assert learn.main([*args, "--out", str(out)]) == 0
+    # t-obvious, t-code and t-multi name commits; t-doc a section and t-none nothing.
+    assert "learn_kin: 3 questions, 0 words, 0 pairs" in capsys.readouterr().out
+    assert out.read_text(encoding="utf-8") == ""
+    monkeypatch.setattr(learn, "MIN_REPOSITORIES", 1)
+    assert learn.main([*args, "--out", str(out)]) == 0
+    rows = dict(line.split(" ", 1) for line in out.read_text(encoding="utf-8").splitlines())
+    assert {pair.split(":")[0] for pair in rows["defined"].split()} == {"tidy", "loader"}
+    assert "backoff" not in rows["retry"]  # the question says it already
+    assert learn.main([*args, "--leave-out", "dev", "--out", str(out)]) == 0
+    assert "learn_kin: 0 questions" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="no synced store for demo"):
+        learn.main([*args[:-1], str(tmp_path / "nothing"), "--out", str(out)])

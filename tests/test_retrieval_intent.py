@@ -116,12 +116,12 @@ def test_intent_of_a_question(text: str, asks: str) -> None:
 
 
 def test_thesaurus_brings_the_mechanism_for_a_symptom_and_nothing_for_other_words() -> None:
-    assert "deadlock" in thesaurus.expand(["worker", "hangs"])
-    assert "panic" in thesaurus.expand(["crashed"])
-    assert "respect" in thesaurus.expand(["ignores"])
-    assert thesaurus.expand(["parser", "unicode"]) == [w for w in thesaurus.expand(["unicode"])]
-    assert thesaurus.expand(["parser", "paths"]) == []
-    assert len(thesaurus.expand(["hangs", "crashes", "slow", "leaks", "ignored", "twice"])) <= (
+    assert "deadlock" in thesaurus.grouped(["worker", "hangs"])
+    assert "panic" in thesaurus.grouped(["crashed"])
+    assert "respect" in thesaurus.grouped(["ignores"])
+    assert thesaurus.grouped(["parser", "unicode"]) == [w for w in thesaurus.grouped(["unicode"])]
+    assert thesaurus.grouped(["parser", "paths"]) == []
+    assert len(thesaurus.grouped(["hangs", "crashes", "slow", "leaks", "ignored", "twice"])) <= (
         thesaurus.MAX_EXPANSIONS
     )
 
@@ -517,6 +517,32 @@ def test_a_symptom_question_reaches_the_commit_that_names_the_mechanism(repo: Pa
     found = query_json(repo, "my worker hangs forever when stopping")
     titles = [it["title"] for it in found["items"]]
     assert "worker: avoid a deadlock" in titles[0], titles
+
+
+def test_a_question_word_brings_the_word_commits_of_any_project_use_for_it(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Users say "folder", commits say "directory": the learned kin (thesaurus.learned) bring one to the
+    other; without them, the shortest message that holds "cache" comes first."""
+    commit(repo, "Add the cache module", {"cache.py": "C = {}\n"}, when=NOW - 400 * DAY)
+    commit(repo, "Cache the parsed manifest", {"cache.py": "C = {}\nM = 1\n"}, when=NOW - 300 * DAY)
+    commit(
+        repo, "Make the cache directory on first use", {"cache.py": "C = {}\nD = 2\n"}, when=NOW - 200 * DAY
+    )
+    commit(repo, "Limit the cache size", {"cache.py": "C = {}\nL = 3\n"}, when=NOW - 100 * DAY)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    question = "my cache folder is missing"
+    assert "directory" in thesaurus.expand(search.terms(question))
+    assert "directory" not in thesaurus.grouped(search.terms(question))
+
+    def first() -> str:
+        with project.load(repo).open_store(readonly=True) as store:
+            found, _ = query.ranked_candidates(store, question, vectors=False)
+        return found[0][0].title
+
+    assert first() == "Make the cache directory on first use"
+    monkeypatch.setattr(thesaurus, "learned_kin", dict)
+    assert first() != "Make the cache directory on first use"
 
 
 def doc_paths(repo: Path, question: str) -> list[str]:

@@ -841,15 +841,19 @@ def retrieve(
             question.asks = "usage"
     # Three more low-weight queries over the exact index, each merged into the list (merge_scored):
     # - symptom words ("hangs", "ignored") bring their thesaurus kin ("deadlock", "respect"): a commit that
-    #   names the mechanism is found by a question that names the symptom. A smaller postings budget: these
-    #   words count half, and must not cost more.
+    #   names the mechanism is found by a question that names the symptom; and a few words bring what
+    #   commits of any project say for them ("folder" → "directory": thesaurus.learned). A smaller postings
+    #   budget: these words count half, and must not cost more.
     # - "HasDarkBackground() blocks forever" names a function the index holds as one word, and the fix is
     #   titled "avoid background color query hang": the parts of the question's compound names (a pasted
     #   log's first MAX_QUERY_TERMS of them), within the same budget.
     # - "TimestampSigner('key').unsign() on a token from Signer raises ValueError": the code a question names
     #   is its most exact part, and its prose ("on a server whose TZ is …") can outweigh it. The words of its
     #   code names are asked once more.
-    kin = thesaurus.expand(words.counted) if THESAURUS_WEIGHT and not words.dropped else []
+    # The learned kin were learned from questions about a project's history; a question about what was run
+    # just now, or next, is about the commands the user typed, in the user's own words.
+    learned = question.cue is None and question.then is None
+    kin = thesaurus.expand(words.counted, kin=learned) if THESAURUS_WEIGHT and not words.dropped else []
     if kin:
         kin = search.affordable_terms(store, kin, THESAURUS_POSTINGS)
     parts = search.name_parts(question.search_text, words.counted) if NAME_PARTS_WEIGHT else []

@@ -11,12 +11,21 @@ The groups were written from general knowledge of how bugs are reported and fixe
 questions' target commits were read, and hold no project's vocabulary: only words that mean the same
 kind of failure in any codebase. Words are matched after a light suffix strip (see `_forms`), so "hangs"
 and "hanging" reach the "hang" group.
+
+Beside the groups, each question word may bring a few kin learned from labelled questions about public
+repositories (LEARNED_KIN_FILE, made by benchmarks/learn_kin.py): the words of the answers' commit
+messages that the question word brings far more often than those messages hold them, in questions about
+at least three different repositories, so that a pair is what users and commits of any project say for
+one thing ("folder" → "directory", "codec" → "encoding", "forever" → "deadlock"), never a project's own
+name for something.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable
+from functools import cache
+from pathlib import Path
 
 GROUPS: tuple[tuple[str, ...], ...] = (
     # a program that stops making progress
@@ -181,6 +190,16 @@ GROUPS: tuple[tuple[str, ...], ...] = (
 # about the question.
 MAX_EXPANSIONS = 24
 
+# One question word a line, then its kin with their strength, strongest first: "folder directory:51.22
+# dir:35.33 …" (benchmarks/learn_kin.py). Read as text, and a line parsed only for a word a question holds:
+# JSON of the same took 2-10 ms to load, a cold query's budget.
+LEARNED_KIN_FILE = Path(__file__).with_name("learned_kin.txt")
+# Learned kin per question, the strongest of all its words' kin: held out by set over 88 labelled sets
+# (each fifth of the sets ranked with the kin learned from the other four; docs/evaluation.md, fifty-ninth
+# wave), hybrid MRR / R@5 .7147 / .8345 without, .7176 / .8373 with four (symptom .538 → .545), .7163 /
+# .8376 with eight from titles alone.
+LEARNED_KIN = 4
+
 
 def _forms(word: str) -> list[str]:
     """WORD and the bases it may be an inflection of: "hangs", "hanging" → "hang"; "freezes" → "freeze";
@@ -206,8 +225,18 @@ def _group_of(word: str) -> int | None:
     return next((_INDEX[f] for f in _forms(word) if f in _INDEX), None)
 
 
-def expand(words: Iterable[str], limit: int = MAX_EXPANSIONS) -> list[str]:
-    """The thesaurus words that WORDS (a question's terms) bring in, without WORDS themselves, in
+def expand(words: Iterable[str], *, kin: bool = True) -> list[str]:
+    """The words that WORDS (a question's terms) bring in, without WORDS themselves: their groups' words
+    (`grouped`), then, with KIN, the strongest of their learned kin (`learned`) that no group brought."""
+    given = list(words)
+    out = grouped(given)
+    if not kin:
+        return out
+    return out + learned(given, {form for w in given for form in _forms(w)} | set(out))
+
+
+def grouped(words: Iterable[str], limit: int = MAX_EXPANSIONS) -> list[str]:
+    """The words of the groups that WORDS (a question's terms) reach, without WORDS themselves, in
     question order, at most LIMIT."""
     given = list(words)
     seen = {form for w in given for form in _forms(w)}
@@ -219,5 +248,31 @@ def expand(words: Iterable[str], limit: int = MAX_EXPANSIONS) -> list[str]:
         lists.append([other for other in GROUPS[number] if other not in seen])
         seen.update(lists[-1])
     # Interleaved, so that past LIMIT every matched group keeps its first (closest) words.
-    out = [w for row in itertools.zip_longest(*lists) for w in row if w is not None]
-    return out[:limit]
+    return [w for row in itertools.zip_longest(*lists) for w in row if w is not None][:limit]
+
+
+def learned(words: Iterable[str], seen: set[str], limit: int = LEARNED_KIN) -> list[str]:
+    """The LIMIT strongest learned kin of WORDS (a question's terms) that are not in SEEN."""
+    table = learned_kin()
+    strongest: dict[str, float] = {}
+    for word in words:
+        for pair in table.get(word.lower(), "").split():
+            other, _, strength = pair.partition(":")
+            try:
+                value = float(strength)
+            except ValueError:
+                continue
+            if other not in seen and value > strongest.get(other, 0.0):
+                strongest[other] = value
+    return sorted(strongest, key=lambda w: (-strongest[w], w))[:limit]
+
+
+@cache
+def learned_kin() -> dict[str, str]:
+    """LEARNED_KIN_FILE's lines by their word, unparsed, read once a process; empty when it cannot be read
+    (the groups still answer)."""
+    try:
+        text = LEARNED_KIN_FILE.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return {}
+    return {word: rest for word, _, rest in (line.partition(" ") for line in text.splitlines()) if rest}
