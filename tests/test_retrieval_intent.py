@@ -545,6 +545,21 @@ def test_a_question_word_brings_the_word_commits_of_any_project_use_for_it(
     assert first() != "Make the cache directory on first use"
 
 
+def test_learned_kin_never_bring_a_word_every_recorded_command_holds() -> None:
+    """ "echo" brings "exit" (learned from commit messages), and every recorded command's text says "exit" and
+    "cwd": such a kin would match every command in memory, so none is asked."""
+    from nexusmem.sources.shell.node import _title, body_head
+
+    known = search.terms(_title("make lint", 0) + " " + body_head("make lint", "/srv/app", 0))
+    unknown = search.terms(_title("make lint", None) + " " + body_head("make lint", None, None))
+    assert {"cwd", "exit"} <= set(known) and thesaurus.RECORDED_WORDS <= set(unknown)
+    assert "exit" in dict(
+        pair.split(":") for pair in thesaurus.learned_kin()["echo"].split()
+    )  # learned, and left out:
+    assert "exit" not in thesaurus.learned(["echo"], set())
+    assert "exit" not in thesaurus.expand(["ran", "echo"])
+
+
 def doc_paths(repo: Path, question: str) -> list[str]:
     """The paths of the doc sections `query --json` answers QUESTION with, in their order."""
     found = query_json(repo, question)

@@ -194,6 +194,10 @@ MAX_EXPANSIONS = 24
 # dir:35.33 …" (benchmarks/learn_kin.py). Read as text, and a line parsed only for a word a question holds:
 # JSON of the same took 2-10 ms to load, a cold query's budget.
 LEARNED_KIN_FILE = Path(__file__).with_name("learned_kin.txt")
+# The words the shell source writes into every command's text (sources/shell/node.py: its title's "(exit
+# N)", its context's "[cwd … · exit N"): a search for one of them matches every recorded command. Kept here
+# (that module is slow to import for a cold query); tests/test_retrieval_intent.py checks them.
+RECORDED_WORDS = frozenset({"cwd", "exit", "unknown"})
 # Learned kin per question, the strongest of all its words' kin: held out by set over 88 labelled sets
 # (each fifth of the sets ranked with the kin learned from the other four; docs/evaluation.md, fifty-ninth
 # wave), hybrid MRR / R@5 .7147 / .8345 without, .7176 / .8373 with four (symptom .538 → .545), .7163 /
@@ -252,7 +256,9 @@ def grouped(words: Iterable[str], limit: int = MAX_EXPANSIONS) -> list[str]:
 
 
 def learned(words: Iterable[str], seen: set[str], limit: int = LEARNED_KIN) -> list[str]:
-    """The LIMIT strongest learned kin of WORDS (a question's terms) that are not in SEEN."""
+    """The LIMIT strongest learned kin of WORDS (a question's terms) that are not in SEEN. Never a word every
+    recorded command holds (RECORDED_WORDS: "echo" brings "exit", learned from commit messages, and would
+    match every command)."""
     table = learned_kin()
     strongest: dict[str, float] = {}
     for word in words:
@@ -262,7 +268,7 @@ def learned(words: Iterable[str], seen: set[str], limit: int = LEARNED_KIN) -> l
                 value = float(strength)
             except ValueError:
                 continue
-            if other not in seen and value > strongest.get(other, 0.0):
+            if other not in seen and other not in RECORDED_WORDS and value > strongest.get(other, 0.0):
                 strongest[other] = value
     return sorted(strongest, key=lambda w: (-strongest[w], w))[:limit]
 
