@@ -200,8 +200,8 @@ LEARNED_KIN_FILE = Path(__file__).with_name("learned_kin.txt")
 RECORDED_WORDS = frozenset({"cwd", "exit", "unknown"})
 # Learned kin per question, the strongest of all its words' kin: held out by set over 88 labelled sets
 # (each fifth of the sets ranked with the kin learned from the other four; docs/evaluation.md, fifty-ninth
-# wave), hybrid MRR / R@5 .7147 / .8345 without, .7176 / .8373 with four (symptom .538 → .545), .7163 /
-# .8376 with eight from titles alone.
+# wave), hybrid MRR / R@5 .7147 / .8345 without, .7178 / .8373 with four (symptom .538 → .545), .7168 /
+# .8361 with two, .7163 / .8376 with eight learned from titles alone.
 LEARNED_KIN = 4
 
 
