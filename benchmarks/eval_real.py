@@ -177,6 +177,7 @@ SETS = (
     "fresh85",
     "fresh86",
     "fresh87",
+    "fresh88",
     "dev2",
     "removal",
     "rst",

@@ -77,11 +77,11 @@ def learn(examples: Iterable[tuple[str, set[str], set[str]]]) -> dict[str, list[
     }
 
 
-def examples(args: object, leave_out: set[str]) -> list[tuple[str, set[str], set[str]]]:
-    out: list[tuple[str, set[str], set[str]]] = []
+def examples(args: object) -> list[tuple[str, str, set[str], set[str]]]:
+    """What learn() learns from, read from the stores ARGS name, with the set of each: (set, repository, the
+    question's words, the words of its labelled commits' messages)."""
+    out: list[tuple[str, str, set[str], set[str]]] = []
     for qf, store, index in eval_real.synced_stores(args, "learn_kin"):
-        if qf.set in leave_out:
-            continue
         for q in qf.questions:
             if q.kind == "none":
                 continue
@@ -93,16 +93,28 @@ def examples(args: object, leave_out: set[str]) -> list[tuple[str, set[str], set
             answer: set[str] = set()
             for node in nodes.values():
                 answer |= words(node.title) | words(node.body)
-            out.append((qf.url or qf.name, words(q.q), answer))
+            out.append((qf.set, qf.url or qf.name, words(q.q), answer))
     return out
+
+
+def without(
+    rows: list[tuple[str, str, set[str], set[str]]], sets: set[str]
+) -> list[tuple[str, set[str], set[str]]]:
+    """ROWS (examples()) of every set but SETS, as learn() takes them."""
+    return [(repository, question, answer) for s, repository, question, answer in rows if s not in sets]
+
+
+def as_table(kin: dict[str, list[tuple[str, float]]]) -> dict[str, str]:
+    """KIN as thesaurus.learned_kin() answers it: each word's line after the word, unparsed."""
+    return {
+        word: " ".join(f"{other}:{strength:g}" for other, strength in row)
+        for word, row in sorted(kin.items())
+    }
 
 
 def dump(kin: dict[str, list[tuple[str, float]]]) -> str:
     """KIN as thesaurus.LEARNED_KIN_FILE holds it: one question word a line, then each kin:strength."""
-    return "".join(
-        f"{word} {' '.join(f'{other}:{strength:g}' for other, strength in row)}\n"
-        for word, row in sorted(kin.items())
-    )
+    return "".join(f"{word} {line}\n" for word, line in as_table(kin).items())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -114,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if not args.set:
         args.set = ["dev"]
-    rows = examples(args, set(args.leave_out))
+    rows = without(examples(args), set(args.leave_out))
     kin = learn(rows)
     path = thesaurus.LEARNED_KIN_FILE if args.write else args.out
     path.write_text(dump(kin), encoding="utf-8")

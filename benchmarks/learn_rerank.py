@@ -2,7 +2,7 @@
 """Learn the weights of ranking's last step (nexusmem/retrieve/rerank.py) from the labelled sets.
 
     python benchmarks/learn_rerank.py --set SET [--set ...] --work W --repo NAME=PATH [--repo ...] \
-        [--folds 5] [--save ROWS.jsonl] [--rows ROWS.jsonl]
+        [--folds 5] [--kin-folds 5] [--save ROWS.jsonl] [--rows ROWS.jsonl]
 
 It reads the stores `eval_real.py --work W` synced (run that first: nothing is cloned or synced here), in
 W/<name>-<pin> or W/<set>/<name>-<pin>. Each answerable question is ranked twice with the step turned off
@@ -11,6 +11,12 @@ not embedded yet answers); when the step would apply to a list, its first rerank
 with the features the step computes (rerank.head_features, so what is learned is what runs) and which of
 them are a labelled answer. `--save` writes those rows; `--rows` learns from saved rows without opening a
 store.
+
+The learned kin (thesaurus.learned, learned by learn_kin.py from these same sets) are held out too: each
+set is ranked with the kin learned from the sets outside its fold (`--kin-folds K`, the folds `--folds`
+holds out), so that what a row says of them (the feature "kin", the thesaurus query's words) is what a
+repository the kin never saw gets, and the step learns to trust them no more than that. `--kin-folds 0`
+ranks with the shipped kin.
 
 The model: a question's node scores exp(w · x + h(x)), w the sum of the WEIGHTS rows of the conditions it
 meets, h the hidden layer (HIDDEN: `--units` tanh units over the features and the conditions met; `--units
@@ -32,9 +38,11 @@ import argparse
 import json
 import random
 import sys
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -56,39 +64,78 @@ class Row:
     words_only: bool = False
 
 
+def folds(sets: list[str], k: int) -> list[set[str]]:
+    """SETS dealt into K folds, the same ones for the learned kin (held_out_kin) and the held-out fits."""
+    shuffled = sorted(sets)
+    random.Random(1).shuffle(shuffled)
+    return [set(shuffled[i::k]) for i in range(k)]
+
+
+def held_out_kin(args: argparse.Namespace, k: int) -> dict[str, dict[str, str]]:
+    """Per set ARGS names, the learned kin (thesaurus.learned_kin's table) learned from the stores of the sets
+    outside its fold (folds(), K of them): what a set is ranked with, so that what its rows say of the kin
+    ("kin", and the thesaurus query's words) is what a repository the kin never saw gets."""
+    import learn_kin
+
+    examples = learn_kin.examples(args)
+    tables: dict[str, dict[str, str]] = {}
+    for fold in folds(sorted(set(args.set)), k):
+        table = learn_kin.as_table(learn_kin.learn(learn_kin.without(examples, fold)))
+        tables.update(dict.fromkeys(fold, table))
+    return tables
+
+
 def collect_rows(args: argparse.Namespace) -> list[Row]:
-    from nexusmem.retrieve import query, rank, rerank
+    from nexusmem.retrieve import rank, thesaurus
 
     off = replace(rank.DEFAULT, rerank=False)
     rows: list[Row] = []
+    tables = held_out_kin(args, args.kin_folds) if args.kin_folds > 1 else {}
     for qf, store, index in eval_real.synced_stores(args, "learn_rerank"):
-        for q in qf.questions:
-            correct, _missing = index.resolve(q)
-            if q.kind == "none" or not correct:
-                continue
-            for vectors in (True, False):  # with the vectors, and by the words alone
-                found = query.retrieve(store, q.q, settings=off, vectors=vectors)
-                ids = [node.id for node, _ in found.scored]
-                at = eval_real.first_rank(ids, correct)
-                question = found.question
-                met = list(rerank.conditions(question.failure, question.names_code, question.asks))
-                head = found.scored[: rerank.DEPTH]
-                x: list[list[float]] | None = None
-                hit: list[bool] | None = None
-                moves: list[bool] | None = None
-                if found.rerankable and len(head) > 1:
-                    x, moves = rerank.head_features(
-                        head,
-                        found.evidence,
-                        found.covering or query.Coverage(store, found.terms),
-                        found.settings,
-                        question.asks,
-                        query.on_platform(store, question.platforms, head),
-                    )
-                    # The nodes the step does not move (other kinds; those a rule set back) are kept: they
-                    # hold their places, as in the product.
-                    hit = [node.id in correct for node, _ in head]
-                rows.append(Row(qf.set, at, met, x, hit, moves, words_only=not vectors))
+        kin = tables.get(qf.set)
+        held = (
+            mock.patch.object(thesaurus, "learned_kin", lambda kin=kin: kin)
+            if kin is not None
+            else nullcontext()
+        )
+        with held:
+            rows += question_rows(qf, store, index, off)
+    return rows
+
+
+def question_rows(qf: eval_real.QuestionFile, store: Any, index: eval_real.RefIndex, off: Any) -> list[Row]:
+    """The rows of QF's answerable questions, ranked in STORE with the step OFF."""
+    from nexusmem.retrieve import query, rerank, thesaurus
+
+    rows: list[Row] = []
+    for q in qf.questions:
+        correct, _missing = index.resolve(q)
+        if q.kind == "none" or not correct:
+            continue
+        for vectors in (True, False):  # with the vectors, and by the words alone
+            found = query.retrieve(store, q.q, settings=off, vectors=vectors)
+            ids = [node.id for node, _ in found.scored]
+            at = eval_real.first_rank(ids, correct)
+            question = found.question
+            met = list(rerank.conditions(question.failure, question.names_code, question.asks))
+            head = found.scored[: rerank.DEPTH]
+            x: list[list[float]] | None = None
+            hit: list[bool] | None = None
+            moves: list[bool] | None = None
+            if found.rerankable and len(head) > 1:
+                x, moves = rerank.head_features(
+                    head,
+                    found.evidence,
+                    found.covering or query.Coverage(store, found.terms),
+                    found.settings,
+                    question.asks,
+                    query.on_platform(store, question.platforms, head),
+                    query.kin_held(store, thesaurus.kin_strengths(found.terms.counted), head),
+                )
+                # The nodes the step does not move (other kinds; those a rule set back) are kept: they
+                # hold their places, as in the product.
+                hit = [node.id in correct for node, _ in head]
+            rows.append(Row(qf.set, at, met, x, hit, moves, words_only=not vectors))
     return rows
 
 
@@ -247,6 +294,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--folds", type=int, default=5, help="held-out folds of sets first (0: none)")
     ap.add_argument("--save", type=Path, help="write the rows read from the stores to this JSONL file")
     ap.add_argument("--rows", type=Path, help="learn from rows saved with --save (no store is opened)")
+    ap.add_argument(
+        "--kin-folds",
+        type=int,
+        default=5,
+        help="rank each set with the learned kin learned without its fold of sets (0: the shipped kin)",
+    )
     ap.add_argument("--l2", type=float, default=1e-3)
     ap.add_argument("--iterations", type=int, default=300)
     ap.add_argument("--rate", type=float, default=0.05)
@@ -277,11 +330,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{mode}: step off MRR {base[0]:.4f}  R@5 {base[1]:.3f}; the model rerank.py ships: MRR {now[0]:.4f}  R@5 {now[1]:.3f}"
         )
     if args.folds > 1:
-        shuffled = sets[:]
-        random.Random(1).shuffle(shuffled)
         held_out: list[tuple[Row, int | None, int | None]] = []  # (row, rank with the fitted model, shipped)
-        for k in range(args.folds):
-            held = set(shuffled[k :: args.folds])
+        for k, held in enumerate(folds(sets, args.folds)):
             test = [r for r in rows if r.set in held]
             model = fit(
                 np,

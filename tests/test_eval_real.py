@@ -370,6 +370,7 @@ def test_the_rerank_learner_learns_what_the_labels_say() -> None:
             0.0,
             0.0,  # neither names an issue
             0.0,  # nor an operating system
+            0.0,  # nor says the question's learned kin
         ]
 
     def row(name: str) -> Any:
@@ -473,6 +474,45 @@ def test_the_rerank_learner_reads_the_synced_stores(
     )
     with pytest.raises(SystemExit, match="no synced store for demo"):
         learn.main([*args[:-1], str(tmp_path / "nothing")])
+
+
+@pytest.mark.slow
+def test_the_rerank_learner_ranks_each_set_with_kin_learned_without_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The learned kin are learned from the labelled sets, and the step learns how far to trust them: a set's
+    rows are ranked with the kin learned from the sets outside its fold (as a repository the kin never saw
+    gets them), never with kin its own questions made. `--kin-folds 0` ranks with the shipped kin."""
+    from nexusmem.retrieve import rerank, thesaurus
+
+    ev, _shas, args = demo_set(tmp_path)
+    assert ev.main([*args, "--no-pack"]) == 0
+    learn_kin = load_script(LEARN_KIN)  # the module learn_rerank.py imports
+    monkeypatch.setattr(learn_kin, "MIN_REPOSITORIES", 1)
+    learn = load_script(LEARN)
+    parsed = learn.eval_real.synced_stores_parser(None).parse_args([*args, "--set", "dev"])
+    examples = learn_kin.examples(parsed)
+    assert learn.held_out_kin(parsed, 5) == {"dev": {}}  # learned without the one set there is
+    in_sample = learn_kin.as_table(learn_kin.learn(learn_kin.without(examples, set())))
+    assert {pair.split(":")[0] for pair in in_sample["defined"].split()} == {"tidy", "loader"}
+    kin_file = tmp_path / "kin.txt"
+    kin_file.write_text(learn_kin.dump(learn_kin.learn(learn_kin.without(examples, set()))), encoding="utf-8")
+    monkeypatch.setattr(thesaurus, "LEARNED_KIN_FILE", kin_file)
+    thesaurus.learned_kin.cache_clear()
+    column = rerank.FEATURES.index("kin")
+
+    def kin_seen(*extra: str) -> float:
+        rows = tmp_path / "rows.jsonl"
+        assert learn.main([*args, "--folds", "0", "--iterations", "2", "--save", str(rows), *extra]) == 0
+        saved = [json.loads(line) for line in rows.read_text(encoding="utf-8").splitlines()]
+        return max(x[column] for r in saved if r["x"] for x in r["x"])
+
+    try:
+        assert kin_seen() == 0.0
+        assert kin_seen("--kin-folds", "0") > 0.0
+    finally:
+        thesaurus.learned_kin.cache_clear()
+    capsys.readouterr()
 
 
 WEAK = SCRIPT.parent / "learn_weak.py"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -518,6 +518,33 @@ def on_platform(
         if platforms_named(text) & platforms:
             about.add(node.id)
     return frozenset(about)
+
+
+_KIN_WORD = re.compile(r"[a-z]+")
+
+
+def kin_held(
+    store: SearchStore, strengths: Mapping[str, float], head: list[tuple[StoredNode, float]]
+) -> dict[str, float]:
+    """For HEAD's commits, diffs and doc sections, the sum of the STRENGTHS of the question's learned kin
+    (thesaurus.kin_strengths) that their message holds: a commit's title and body, a diff's title (its
+    commit's subject), a section's heading. What the learned last step weighs as "kin" (retrieve.rerank):
+    "hangs" in the question and "deadlock" in the message."""
+    if not strengths:
+        return {}
+    commits = store.get_many([node.id for node, _ in head if node.kind == "git_commit"])
+    out: dict[str, float] = {}
+    for node, _ in head:
+        if node.kind not in rerank.KINDS:
+            continue
+        text = node.title
+        if node.kind == "git_commit":
+            text += "\n" + commits.get(node.id, node).body
+        held = set(_KIN_WORD.findall(text.lower()))
+        value = sum(strength for word, strength in strengths.items() if word in held)
+        if value:
+            out[node.id] = value
+    return out
 
 
 def prepare(text: str, project: str | None = None) -> Question:
@@ -1355,6 +1382,9 @@ def retrieve(
             settings,
             question.asks,
             on_platform(store, question.platforms, scored[: rerank.DEPTH]),
+            kin_held(
+                store, thesaurus.kin_strengths(words.counted) if learned else {}, scored[: rerank.DEPTH]
+            ),
         )
     bm25_ids = {node_id for node_id, _ in bm25_hits}
     lexical_extra = sum(1 for node_id, _ in cjk_hits if node_id not in bm25_ids)

@@ -259,6 +259,18 @@ def learned(words: Iterable[str], seen: set[str], limit: int = LEARNED_KIN) -> l
     """The LIMIT strongest learned kin of WORDS (a question's terms) that are not in SEEN. Never a word every
     recorded command holds (RECORDED_WORDS: "echo" brings "exit", learned from commit messages, and would
     match every command)."""
+    strongest = _kin_of(words, seen)
+    return sorted(strongest, key=lambda w: (-strongest[w], w))[:limit]
+
+
+def kin_strengths(words: Iterable[str]) -> dict[str, float]:
+    """Every learned kin of WORDS (a question's terms) but their own forms, with its strength (the strongest
+    of the words that bring it): what the learned last step weighs in a message (retrieve.rerank "kin")."""
+    given = list(words)
+    return _kin_of(given, {form for w in given for form in _forms(w)})
+
+
+def _kin_of(words: Iterable[str], seen: set[str]) -> dict[str, float]:
     table = learned_kin()
     strongest: dict[str, float] = {}
     for word in words:
@@ -270,7 +282,7 @@ def learned(words: Iterable[str], seen: set[str], limit: int = LEARNED_KIN) -> l
                 continue
             if other not in seen and other not in RECORDED_WORDS and value > strongest.get(other, 0.0):
                 strongest[other] = value
-    return sorted(strongest, key=lambda w: (-strongest[w], w))[:limit]
+    return strongest
 
 
 @cache
