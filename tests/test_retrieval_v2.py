@@ -479,7 +479,12 @@ def test_the_lift_goes_to_the_nearest_changes_not_to_the_commands_run_nearby(rep
         ("anything from last week about the cache", True),
         ("what broke on 2024-05-01", True),
         ("the flaky test this morning", True),
+        # As people say it: a time, then how sure they are of it.
+        ("a week or so ago the parallel test run broke, what fixed it", True),
+        ("which spec was flaky a day or two ago", True),
+        ("an hour or three ago the merge conflicted", True),
         ("why does the parser reject the last argument", False),
+        ("a flag or so ago option", False),
         ("why does the cache use WAL", False),
         ("handle the latestVersion field", False),
     ],

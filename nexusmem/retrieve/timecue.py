@@ -31,7 +31,7 @@ _RELATIVE_SOURCE = (
     r"|last\s+(?:night|week|month|year|time|thing|attempt|try|run|change|commit|push|few\s+\w+|couple\s+of\s+\w+)"
     r"|(?:try|tried|did|ran|run|changed|broke|failed|fixed|touched)\s+last(?:\s+time)?"
     r"|(?:\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|few|a\s+few|couple\s+of|several)"
-    r"\s+(?:minutes?|hours?|days?|weeks?|months?)\s+ago"
+    r"\s+(?:minutes?|hours?|days?|weeks?|months?)(?:\s+or\s+(?:so|two|three))?\s+ago"
     r"|(?:past|last)\s+(?:\d+\s+|few\s+|couple\s+of\s+)?(?:hour|hours|days|weeks|months)"
     r")\b"
 )
