@@ -271,6 +271,7 @@ def kin_strengths(words: Iterable[str]) -> dict[str, float]:
 
 
 def _kin_of(words: Iterable[str], seen: set[str]) -> dict[str, float]:
+    """The learned kin of WORDS not in SEEN nor recorded words, each with the strongest strength a word gives."""
     table = learned_kin()
     strongest: dict[str, float] = {}
     for word in words:
