@@ -79,7 +79,7 @@ def held_out_kin(args: argparse.Namespace, k: int) -> dict[str, dict[str, str]]:
 
     examples = learn_kin.examples(args)
     tables: dict[str, dict[str, str]] = {}
-    for fold in folds(sorted(set(args.set)), k):
+    for fold in folds(list(set(args.set)), k):
         table = learn_kin.as_table(learn_kin.learn(learn_kin.without(examples, fold)))
         tables.update(dict.fromkeys(fold, table))
     return tables

@@ -2522,9 +2522,7 @@ _UNIT_MS |= {"month": 30 * 86_400_000, "year": 365 * 86_400_000}
 _COUNT = r"(\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|few|a few|couple of|a couple of)"
 _LAST_SPAN = re.compile(rf"\b(?:last|past)\s+(?:{_COUNT}\s+)?(minute|hour|day|week|month|year)s?\b", re.I)
 # "a week ago", and as people say it: "a week or so ago", "a day or two ago".
-_AGO_SPAN = re.compile(
-    rf"\b{_COUNT}\s+(minute|hour|day|week|month|year)s?(?:\s+or\s+(?:so|two|three))?\s+ago\b", re.I
-)
+_AGO_SPAN = re.compile(rf"\b{_COUNT}\s+(minute|hour|day|week|month|year)s?{timecue.LOOSELY}\s+ago\b", re.I)
 _NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7}
 _NUMBERS |= {"eight": 8, "nine": 9, "ten": 10, "few": 3, "a few": 3, "couple of": 2, "a couple of": 2}
 

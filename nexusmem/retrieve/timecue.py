@@ -23,6 +23,9 @@ _MONTHS = (
     "january|february|march|april|may|june|july|august|september|october|november|december"
     "|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"
 )
+# How sure the asker is of an age, between its unit and "ago": "a week or so ago", "a day or two ago" (here
+# and in the window a failure report's time gives, retrieve.query).
+LOOSELY = r"(?:\s+or\s+(?:so|two|three))?"
 # Phrases that ask about time relative to now. "last" alone is left out: "the last argument" is not a time.
 _RELATIVE_SOURCE = (
     r"\b(?:"
@@ -31,7 +34,7 @@ _RELATIVE_SOURCE = (
     r"|last\s+(?:night|week|month|year|time|thing|attempt|try|run|change|commit|push|few\s+\w+|couple\s+of\s+\w+)"
     r"|(?:try|tried|did|ran|run|changed|broke|failed|fixed|touched)\s+last(?:\s+time)?"
     r"|(?:\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|few|a\s+few|couple\s+of|several)"
-    r"\s+(?:minutes?|hours?|days?|weeks?|months?)(?:\s+or\s+(?:so|two|three))?\s+ago"
+    rf"\s+(?:minutes?|hours?|days?|weeks?|months?){LOOSELY}\s+ago"
     r"|(?:past|last)\s+(?:\d+\s+|few\s+|couple\s+of\s+)?(?:hour|hours|days|weeks|months)"
     r")\b"
 )
