@@ -178,6 +178,7 @@ SETS = (
     "fresh86",
     "fresh87",
     "fresh88",
+    "fresh89",
     "dev2",
     "removal",
     "rst",
