@@ -15,8 +15,9 @@ store.
 The learned kin (thesaurus.learned, learned by learn_kin.py from these same sets) are held out too: each
 set is ranked with the kin learned from the sets outside its fold (`--kin-folds K`, the folds `--folds`
 holds out), so that what a row says of them (the feature "kin", the thesaurus query's words) is what a
-repository the kin never saw gets, and the step learns to trust them no more than that. `--kin-folds 0`
-ranks with the shipped kin.
+repository the kin never saw gets, and the step learns to trust them no more than that. The same folds hold
+out the table asks_docs.score reads (learn_asks_docs.py: the feature "asks_docs"). `--kin-folds 0` ranks
+with the shipped kin and table.
 
 The model: a question's node scores exp(w · x + h(x)), w the sum of the WEIGHTS rows of the conditions it
 meets, h the hidden layer (HIDDEN: `--units` tanh units over the features and the conditions met; `--units
@@ -38,7 +39,7 @@ import argparse
 import json
 import random
 import sys
-from contextlib import nullcontext
+from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -85,27 +86,40 @@ def held_out_kin(args: argparse.Namespace, k: int) -> dict[str, dict[str, str]]:
     return tables
 
 
+def held_out_asks_docs(args: argparse.Namespace, k: int) -> dict[str, dict[str, float]]:
+    """Per set ARGS names, the table asks_docs.score reads learned from the questions of the sets outside its
+    fold (folds(), K of them), as held_out_kin does for the kin."""
+    import learn_asks_docs
+
+    examples = learn_asks_docs.examples(args)
+    tables: dict[str, dict[str, float]] = {}
+    for fold in folds(list(set(args.set)), k):
+        tables.update(dict.fromkeys(fold, learn_asks_docs.learn(learn_asks_docs.without(examples, fold))))
+    return tables
+
+
 def collect_rows(args: argparse.Namespace) -> list[Row]:
-    from nexusmem.retrieve import rank, thesaurus
+    from nexusmem.retrieve import asks_docs, rank, thesaurus
 
     off = replace(rank.DEFAULT, rerank=False)
     rows: list[Row] = []
-    tables = held_out_kin(args, args.kin_folds) if args.kin_folds > 1 else {}
+    held_out = args.kin_folds > 1
+    kin_tables = held_out_kin(args, args.kin_folds) if held_out else {}
+    docs_tables = held_out_asks_docs(args, args.kin_folds) if held_out else {}
     for qf, store, index in eval_real.synced_stores(args, "learn_rerank"):
-        kin = tables.get(qf.set)
-        held = (
-            mock.patch.object(thesaurus, "learned_kin", lambda kin=kin: kin)
-            if kin is not None
-            else nullcontext()
-        )
-        with held:
+        kin, docs = kin_tables.get(qf.set), docs_tables.get(qf.set)
+        with ExitStack() as held:
+            if kin is not None:
+                held.enter_context(mock.patch.object(thesaurus, "learned_kin", lambda kin=kin: kin))
+            if docs is not None:
+                held.enter_context(mock.patch.object(asks_docs, "learned", lambda docs=docs: docs))
             rows += question_rows(qf, store, index, off)
     return rows
 
 
 def question_rows(qf: eval_real.QuestionFile, store: Any, index: eval_real.RefIndex, off: Any) -> list[Row]:
     """The rows of QF's answerable questions, ranked in STORE with the step OFF."""
-    from nexusmem.retrieve import query, rerank, thesaurus
+    from nexusmem.retrieve import asks_docs, query, rerank, thesaurus
 
     rows: list[Row] = []
     for q in qf.questions:
@@ -131,6 +145,7 @@ def question_rows(qf: eval_real.QuestionFile, store: Any, index: eval_real.RefIn
                     question.asks,
                     query.on_platform(store, question.platforms, head),
                     query.kin_held(store, thesaurus.kin_strengths(found.terms.counted), head),
+                    asks_docs.score(question.text),
                 )
                 # The nodes the step does not move (other kinds; those a rule set back) are kept: they
                 # hold their places, as in the product.

@@ -371,6 +371,7 @@ def test_the_rerank_learner_learns_what_the_labels_say() -> None:
             0.0,  # neither names an issue
             0.0,  # nor an operating system
             0.0,  # nor says the question's learned kin
+            0.0,  # the question reads as neither the docs' nor history's
         ]
 
     def row(name: str) -> Any:
@@ -482,7 +483,8 @@ def test_the_rerank_learner_ranks_each_set_with_kin_learned_without_it(
 ) -> None:
     """The learned kin are learned from the labelled sets, and the step learns how far to trust them: a set's
     rows are ranked with the kin learned from the sets outside its fold (as a repository the kin never saw
-    gets them), never with kin its own questions made. `--kin-folds 0` ranks with the shipped kin."""
+    gets them), never with kin its own questions made; the same for the table that says how likely a
+    question's answer is a doc section (asks_docs). `--kin-folds 0` ranks with the shipped ones."""
     from nexusmem.retrieve import rerank, thesaurus
 
     ev, _shas, args = demo_set(tmp_path)
@@ -499,17 +501,20 @@ def test_the_rerank_learner_ranks_each_set_with_kin_learned_without_it(
     kin_file.write_text(learn_kin.dump(learn_kin.learn(learn_kin.without(examples, set()))), encoding="utf-8")
     monkeypatch.setattr(thesaurus, "LEARNED_KIN_FILE", kin_file)
     thesaurus.learned_kin.cache_clear()
-    column = rerank.FEATURES.index("kin")
+    kin, docs = rerank.FEATURES.index("kin"), rerank.FEATURES.index("asks_docs")
 
-    def kin_seen(*extra: str) -> float:
+    def seen(*extra: str) -> tuple[float, float]:
+        """The most of the kin, and of a doc section's asks_docs score, that the rows saw."""
         rows = tmp_path / "rows.jsonl"
         assert learn.main([*args, "--folds", "0", "--iterations", "2", "--save", str(rows), *extra]) == 0
         saved = [json.loads(line) for line in rows.read_text(encoding="utf-8").splitlines()]
-        return max(x[column] for r in saved if r["x"] for x in r["x"])
+        xs = [x for r in saved if r["x"] for x in r["x"]]
+        return max(x[kin] for x in xs), max(abs(x[docs]) for x in xs)
 
     try:
-        assert kin_seen() == 0.0
-        assert kin_seen("--kin-folds", "0") > 0.0
+        assert seen() == (0.0, 0.0)  # the kin and the docs table are learned from other sets: none here
+        held_kin, shipped_docs = seen("--kin-folds", "0")
+        assert held_kin > 0.0 and shipped_docs > 0.0
     finally:
         thesaurus.learned_kin.cache_clear()
     capsys.readouterr()
@@ -816,3 +821,89 @@ def test_the_kin_learner_reads_the_synced_stores(
     assert "learn_kin: 0 questions" in capsys.readouterr().out
     with pytest.raises(SystemExit, match="no synced store for demo"):
         learn.main([*args[:-1], str(tmp_path / "nothing"), "--out", str(out)])
+
+
+LEARN_ASKS_DOCS = SCRIPT.parent / "learn_asks_docs.py"
+
+
+def test_the_docs_learner_learns_which_questions_the_docs_answer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """learn_asks_docs.py reads the question files alone: questions about three repositories that a doc
+    section answers teach their words to count for the docs, those a commit answers against; a word only
+    one repository's questions hold is not learned; what it writes, retrieve.asks_docs reads; each set is
+    scored held out."""
+    from nexusmem.retrieve import asks_docs
+
+    sha = "a" * 40
+    questions = tmp_path / "questions"
+    (questions / "dev").mkdir(parents=True)
+    args = ["--questions", str(questions), "--set", "dev"]
+    for name in ("alpha", "beta", "gamma"):
+        asked = [
+            ("doc", "How do I configure the proxy settings?", ["README.md#Proxy"]),
+            ("doc", "Where is the cache setting documented?", ["docs/cache.md#Cache"]),
+            ("symptom", "Why does it crash on an empty file?", [sha]),
+            ("symptom", "The upload crash came back after upgrading, what fixed it?", [sha]),
+            ("code", f"When did {name}_widget start to crash?", [sha]),
+        ]
+        data = {
+            "repo": f"o/{name}",
+            "url": f"https://github.com/o/{name}",
+            "commit": sha,
+            "set": "dev",
+            "questions": [
+                {"id": f"{name}-{j}", "kind": kind, "q": q, "targets": targets}
+                for j, (kind, q, targets) in enumerate(asked)
+            ],
+        }
+        (questions / "dev" / f"{name}.json").write_text(json.dumps(data), encoding="utf-8")
+        (tmp_path / name).mkdir()
+        args += ["--repo", f"{name}={tmp_path / name}"]
+    learn = load_script(LEARN_ASKS_DOCS)
+    out = tmp_path / "asks_docs.txt"
+    assert learn.main([*args, "--folds", "0", "--out", str(out)]) == 0
+    assert "15 questions, 6 answered by a doc section" in capsys.readouterr().out
+    table = asks_docs.parse(out.read_text(encoding="utf-8"))
+    assert table["configure"] > 0 and table["documented"] > 0 and table["crash"] < 0
+    assert "alpha_widget" not in table  # one repository's name for a thing
+    monkeypatch.setattr(asks_docs, "LEARNED_FILE", out)
+    asks_docs.learned.cache_clear()
+    try:
+        assert asks_docs.score("how do I configure retries?") > 0 > asks_docs.score("a crash on start")
+    finally:
+        asks_docs.learned.cache_clear()
+    examples = learn.examples(learn.argparse.Namespace(questions=questions, set=["dev"], repo=args[5::2]))
+    assert learn.held_out(examples, 5) == [(row, 0.0) for row in examples]  # no other set to learn from
+
+
+HELD_OUT_ROWS = SCRIPT.parent / "held_out_rows.py"
+
+
+def test_every_learned_part_can_be_held_out_at_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """held_out_rows.py ranks each fold of sets with the question map, the kin and the docs table learned
+    without it, and saves rows learn_rerank.py fits from: with one set there is nothing else to learn from,
+    so no kin and no docs score reach its rows, and the map is the identity (the vectors as they are)."""
+    from nexusmem.retrieve import rerank
+
+    ev, _shas, args = demo_set(tmp_path)
+    assert ev.main([*args, "--no-pack"]) == 0
+    held_out = load_script(HELD_OUT_ROWS)
+    rows = tmp_path / "rows.jsonl"
+    assert held_out.main([*args, "--set", "dev", "--save", str(rows)]) == 0
+    assert "held_out_rows: 8 lists of 1 sets" in capsys.readouterr().out
+    saved = [json.loads(line) for line in rows.read_text(encoding="utf-8").splitlines()]
+    xs = [x for r in saved if r["x"] for x in r["x"]]
+    assert xs and all(len(x) == len(rerank.FEATURES) for x in xs)
+    kin, docs = rerank.FEATURES.index("kin"), rerank.FEATURES.index("asks_docs")
+    assert all(x[kin] == 0.0 and x[docs] == 0.0 for x in xs)
+    learn = load_script(LEARN)
+    assert (
+        learn.main(["--rows", str(rows), "--work", str(tmp_path), "--folds", "0", "--iterations", "2"]) == 0
+    )
+    # A set no question file of the repositories names is left out of its fold, not an error.
+    parsed = learn.eval_real.synced_stores_parser(None).parse_args([*args, "--set", "dev"])
+    assert held_out.fold_args(parsed, {"heldout"}) is None
+    assert held_out.fold_args(parsed, {"dev"}).repo == parsed.repo

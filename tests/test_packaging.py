@@ -45,7 +45,11 @@ def test_wheel_ships_every_script_with_lf_endings(wheel: Path) -> None:
             assert b"\r\n" not in zf.read(member), f"{member} has CRLF line endings"
         assert "nexusmem/cli/main.py" in names
         # What the ranking learned travels with it: a wheel without them would rank worse, silently.
-        for learned in ("nexusmem/embed/question_map.bin", "nexusmem/retrieve/learned_kin.txt"):
+        for learned in (
+            "nexusmem/embed/question_map.bin",
+            "nexusmem/retrieve/learned_kin.txt",
+            "nexusmem/retrieve/learned_asks_docs.txt",
+        ):
             assert learned in names, f"{learned} is missing from {wheel.name}"
         entry_points = next(n for n in names if n.endswith("entry_points.txt"))
         assert "nexusmem = nexusmem.cli.main:main" in zf.read(entry_points).decode()

@@ -69,10 +69,11 @@ def test_a_narrow_fix_goes_above_a_sweeping_change_it_ties_with(tmp_path: Path) 
 
 def test_a_change_someone_reported_goes_above_one_it_ties_with(tmp_path: Path) -> None:
     """A subject that names an issue or pull request ("Fixes #339", "(#537)", "gh-12") is a change someone
-    asked for or reported: for a question that reports a failure, between two changes the lists found
-    equally, it goes first. A number that is no issue's (a version, a count) is not one. (For a question
-    that reports none, the step fitted over eighty-eight sets weighs it a little, less than a place in the
-    list: docs/evaluation.md, sixtieth wave.)"""
+    asked for or reported: at the same place in the list, it is worth more to the step than the same change
+    without the number, for a question that reports a failure and for one that does not. A number that is no
+    issue's (a version, a count) is not one. (Fitted over eighty-eight sets with the docs score, the number
+    is worth less than a place in the list, so it no longer decides a tie on its own: docs/evaluation.md,
+    sixtieth and sixty-first waves.)"""
     plain, reported, pr, gh, version = read_back(
         tmp_path,
         [
@@ -90,12 +91,17 @@ def test_a_change_someone_reported_goes_above_one_it_ties_with(tmp_path: Path) -
         True,
         False,
     ]
-    for asks in ("neutral", "usage"):
-        met = rerank.conditions(failure=True, names_code=False, asks=asks)
-        found = alike(plain, reported, pr, gh, version)
-        out = rerank.rerank([(plain, 1.0), (reported, 0.99)], met, found, half)
-        assert [n.title for n, _ in out] == [reported.title, plain.title]
-        assert rerank.rerank([(version, 1.0), (pr, 0.99)], met, found, half)[0][0].title == pr.title
+    found = alike(plain, reported, pr, gh, version)
+    numbered = rerank.FEATURES.index("numbered")
+    for failure in (True, False):
+        for asks in ("neutral", "usage"):
+            met = rerank.conditions(failure=failure, names_code=False, asks=asks)
+            for listed in ([plain, reported], [version, pr]):
+                x, _ = rerank.head_features([(n, 1.0) for n in listed], found, half, rank.DEFAULT, asks)
+                unnumbered = [*x[1][:numbered], 0.0, *x[1][numbered + 1 :]]
+                assert x[0][numbered] == 0.0 and x[1][numbered] == 1.0
+                with_number, without = rerank.values([x[1], unnumbered], met)
+                assert with_number > without + 0.1, (failure, asks, listed[1].title)
     # A clear winner stays first.
     clear = {plain.id: Evidence(lexical=1.0, semantic=0.6), reported.id: Evidence(lexical=0.3, semantic=0.3)}
     met = rerank.conditions(failure=True, names_code=False, asks="neutral")
@@ -209,6 +215,53 @@ def test_a_change_whose_message_says_what_the_question_means_goes_above_one_it_t
 
     assert order({titled.id: 50.0}) == [titled.id, plain.id]
     assert order({plain.id: 50.0}) == [plain.id, titled.id]
+
+
+def test_a_doc_section_goes_above_a_change_it_ties_with_when_the_question_reads_as_the_docs(
+    tmp_path: Path,
+) -> None:
+    """How likely the question's answer is a doc section (asks_docs.score, learned from the labelled
+    questions) weighs for the sections the step may move. Between a section and a change the lists found
+    as well, "if two stubs match the same URL, which response do I get?" keeps the section first; a report
+    of what broke puts the change first, where a question read as neither would have left the section
+    there; a change's own features do not depend on it."""
+    from nexusmem.retrieve import asks_docs, intent
+
+    commit, section = read_back(
+        tmp_path,
+        [
+            change("Match stubs declared later first", 12),
+            node("doc_section", text="Precedence of stubs", ts=T0),
+        ],
+    )
+    found = alike(commit, section)
+
+    def natural(n: StoredNode) -> float:
+        """The score the rules give N for what the lists said (no rule set it back or lifted it)."""
+        ruled = rerank.ruling(n, 1.0, found[n.id], rank.DEFAULT, "neutral")
+        assert ruled is not None
+        return 1.0 / ruled
+
+    def first(question: str, docs: float) -> str:
+        met = rerank.conditions(
+            intent.reports_failure(question), intent.names_code(question), intent.intent(question)
+        )
+        scored = [(commit, natural(commit)), (section, natural(section))]
+        out = rerank.rerank(scored, met, found, half, rank.DEFAULT, intent.intent(question), asks_docs=docs)
+        return out[0][0].kind
+
+    docs = "If I declare two stubs that match the same URL, which response will I get back?"
+    report = "Since upgrading, two stubs for the same URL crash with a NoMethodError. Was that fixed?"
+    assert asks_docs.score(docs) > 1.0 and asks_docs.score(report) < -1.0
+    assert first(docs, asks_docs.score(docs)) == "doc_section"
+    assert first(docs, -3.0) == "git_commit"
+    assert first(report, asks_docs.score(report)) == "git_commit"
+    assert first(report, 0.0) == "doc_section"
+    x, _ = rerank.head_features([(commit, 1.0), (section, 0.99)], found, half, rank.DEFAULT, "neutral")
+    y, _ = rerank.head_features(
+        [(commit, 1.0), (section, 0.99)], found, half, rank.DEFAULT, "neutral", asks_docs=3.0
+    )
+    assert x[0] == y[0] and x[1][-1] == 0.0 and y[1][-1] == 3.0
 
 
 def test_other_kinds_keep_their_places_and_the_tail_is_untouched(tmp_path: Path) -> None:

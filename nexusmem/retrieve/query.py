@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 
 from nexusmem import authors, embed, identity, paths, resolved, timefmt
 from nexusmem.link import tested_names
-from nexusmem.retrieve import cjk, fuse, rank, rerank, search, thesaurus, timecue, vector
+from nexusmem.retrieve import asks_docs, cjk, fuse, rank, rerank, search, thesaurus, timecue, vector
 from nexusmem.retrieve.fuse import Evidence
 from nexusmem.retrieve.intent import (
     ConversationAsk,
@@ -1385,6 +1385,7 @@ def retrieve(
             kin_held(
                 store, thesaurus.kin_strengths(words.counted) if learned else {}, scored[: rerank.DEPTH]
             ),
+            asks_docs.score(question.text),
         )
     bm25_ids = {node_id for node_id, _ in bm25_hits}
     lexical_extra = sum(1 for node_id, _ in cjk_hits if node_id not in bm25_ids)
