@@ -179,6 +179,7 @@ SETS = (
     "fresh87",
     "fresh88",
     "fresh89",
+    "fresh90",
     "dev2",
     "removal",
     "rst",
