@@ -40,9 +40,6 @@ import learn_kin
 import learn_question_map
 import learn_rerank
 
-# learn_question_map.py's defaults (--l2, --iterations, --rate).
-MAP_FIT = {"l2": 0.03, "iterations": 30, "rate": 0.003}
-
 
 def fold_args(args: argparse.Namespace, fold: set[str]) -> argparse.Namespace | None:
     """ARGS narrowed to the sets of FOLD and the repositories they have question files for; None when none."""
@@ -65,7 +62,7 @@ def collect(args: argparse.Namespace, maps: list[dict[str, Any]], folds: int) ->
     import numpy as np
 
     from nexusmem.embed import question_map
-    from nexusmem.retrieve import asks_docs, rank, thesaurus
+    from nexusmem.retrieve import rank
 
     off = replace(rank.DEFAULT, rerank=False)
     kin_examples = learn_kin.examples(args)
@@ -78,7 +75,15 @@ def collect(args: argparse.Namespace, maps: list[dict[str, Any]], folds: int) ->
                 continue
             training = [s for s in maps if s["set"] not in fold]
             fitted = (
-                learn_question_map.fit(np, training, **MAP_FIT) if training else np.eye(len(maps[0]["Q"][0]))
+                learn_question_map.fit(
+                    np,
+                    training,
+                    l2=learn_question_map.L2,
+                    iterations=learn_question_map.ITERATIONS,
+                    rate=learn_question_map.RATE,
+                )
+                if training
+                else np.eye(len(maps[0]["Q"][0]))
             )
             map_file = Path(tmp) / f"map-{k}.bin"
             map_file.write_bytes(fitted.astype("<f4").tobytes())
@@ -88,8 +93,7 @@ def collect(args: argparse.Namespace, maps: list[dict[str, Any]], folds: int) ->
             try:
                 with (
                     mock.patch.object(question_map, "QUESTION_MAP_FILE", map_file),
-                    mock.patch.object(thesaurus, "learned_kin", lambda kin=kin: kin),
-                    mock.patch.object(asks_docs, "learned", lambda docs=docs: docs),
+                    learn_rerank.ranked_with(kin, docs),
                 ):
                     for qf, store, index in eval_real.synced_stores(narrowed, "held_out_rows"):
                         rows += learn_rerank.question_rows(qf, store, index, off)

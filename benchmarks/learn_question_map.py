@@ -34,6 +34,10 @@ TAU = 20.0
 POOL = 200
 PAD = 8  # room for a question's answers beside its POOL nearest
 KINDS = ("symptom", "code", "doc", "multi")
+# The fit's defaults (--l2, --iterations, --rate), which held_out_rows.py fits its folds' maps with too.
+L2 = 0.03
+ITERATIONS = 30
+RATE = 0.003
 
 
 def collect(args: Any, out: Path) -> None:
@@ -177,9 +181,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--folds", type=int, default=5, help="held-out folds of sets first (0: none)")
     ap.add_argument("--save", type=Path, help="write what was read from the stores to this folder")
     ap.add_argument("--data", type=Path, help="learn from a folder --save wrote (no store is opened)")
-    ap.add_argument("--l2", type=float, default=0.03)
-    ap.add_argument("--iterations", type=int, default=30)
-    ap.add_argument("--rate", type=float, default=0.003)
+    ap.add_argument("--l2", type=float, default=L2)
+    ap.add_argument("--iterations", type=int, default=ITERATIONS)
+    ap.add_argument("--rate", type=float, default=RATE)
     ap.add_argument("--write", action="store_true", help="write nexusmem/embed/question_map.bin")
     args = ap.parse_args(argv)
     args.set = args.set or ["dev"]

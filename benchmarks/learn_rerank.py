@@ -39,15 +39,18 @@ import argparse
 import json
 import random
 import sys
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from unittest import mock
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import eval_real
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -72,6 +75,15 @@ def folds(sets: list[str], k: int) -> list[set[str]]:
     return [set(shuffled[i::k]) for i in range(k)]
 
 
+def per_set(sets: list[str], k: int, learned_without: Callable[[set[str]], T]) -> dict[str, T]:
+    """Per set of SETS, what LEARNED_WITHOUT(its fold) gives: learned from the sets outside its fold (folds(),
+    K of them)."""
+    tables: dict[str, T] = {}
+    for fold in folds(list(set(sets)), k):
+        tables.update(dict.fromkeys(fold, learned_without(fold)))
+    return tables
+
+
 def held_out_kin(args: argparse.Namespace, k: int) -> dict[str, dict[str, str]]:
     """Per set ARGS names, the learned kin (thesaurus.learned_kin's table) learned from the stores of the sets
     outside its fold (folds(), K of them): what a set is ranked with, so that what its rows say of the kin
@@ -79,11 +91,9 @@ def held_out_kin(args: argparse.Namespace, k: int) -> dict[str, dict[str, str]]:
     import learn_kin
 
     examples = learn_kin.examples(args)
-    tables: dict[str, dict[str, str]] = {}
-    for fold in folds(list(set(args.set)), k):
-        table = learn_kin.as_table(learn_kin.learn(learn_kin.without(examples, fold)))
-        tables.update(dict.fromkeys(fold, table))
-    return tables
+    return per_set(
+        args.set, k, lambda fold: learn_kin.as_table(learn_kin.learn(learn_kin.without(examples, fold)))
+    )
 
 
 def held_out_asks_docs(args: argparse.Namespace, k: int) -> dict[str, dict[str, float]]:
@@ -92,14 +102,25 @@ def held_out_asks_docs(args: argparse.Namespace, k: int) -> dict[str, dict[str, 
     import learn_asks_docs
 
     examples = learn_asks_docs.examples(args)
-    tables: dict[str, dict[str, float]] = {}
-    for fold in folds(list(set(args.set)), k):
-        tables.update(dict.fromkeys(fold, learn_asks_docs.learn(learn_asks_docs.without(examples, fold))))
-    return tables
+    return per_set(args.set, k, lambda fold: learn_asks_docs.learn(learn_asks_docs.without(examples, fold)))
+
+
+@contextmanager
+def ranked_with(kin: dict[str, str] | None, docs: dict[str, float] | None) -> Iterator[None]:
+    """The ranking reads KIN as the learned kin's table and DOCS as asks_docs's (each: the shipped one when
+    None) while this holds."""
+    from nexusmem.retrieve import asks_docs, thesaurus
+
+    with ExitStack() as held:
+        if kin is not None:
+            held.enter_context(mock.patch.object(thesaurus, "learned_kin", lambda: kin))
+        if docs is not None:
+            held.enter_context(mock.patch.object(asks_docs, "learned", lambda: docs))
+        yield
 
 
 def collect_rows(args: argparse.Namespace) -> list[Row]:
-    from nexusmem.retrieve import asks_docs, rank, thesaurus
+    from nexusmem.retrieve import rank
 
     off = replace(rank.DEFAULT, rerank=False)
     rows: list[Row] = []
@@ -107,12 +128,7 @@ def collect_rows(args: argparse.Namespace) -> list[Row]:
     kin_tables = held_out_kin(args, args.kin_folds) if held_out else {}
     docs_tables = held_out_asks_docs(args, args.kin_folds) if held_out else {}
     for qf, store, index in eval_real.synced_stores(args, "learn_rerank"):
-        kin, docs = kin_tables.get(qf.set), docs_tables.get(qf.set)
-        with ExitStack() as held:
-            if kin is not None:
-                held.enter_context(mock.patch.object(thesaurus, "learned_kin", lambda kin=kin: kin))
-            if docs is not None:
-                held.enter_context(mock.patch.object(asks_docs, "learned", lambda docs=docs: docs))
+        with ranked_with(kin_tables.get(qf.set), docs_tables.get(qf.set)):
             rows += question_rows(qf, store, index, off)
     return rows
 
