@@ -180,6 +180,7 @@ SETS = (
     "fresh88",
     "fresh89",
     "fresh90",
+    "fresh91",
     "dev2",
     "removal",
     "rst",
