@@ -181,6 +181,7 @@ SETS = (
     "fresh89",
     "fresh90",
     "fresh91",
+    "fresh92",
     "dev2",
     "removal",
     "rst",
