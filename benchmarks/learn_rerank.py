@@ -162,6 +162,7 @@ def question_rows(qf: eval_real.QuestionFile, store: Any, index: eval_real.RefIn
                     query.on_platform(store, question.platforms, head),
                     query.kin_held(store, thesaurus.kin_strengths(found.terms.counted), head),
                     asks_docs.score(question.text),
+                    query.text_sizes(store, head),
                 )
                 # The nodes the step does not move (other kinds; those a rule set back) are kept: they
                 # hold their places, as in the product.

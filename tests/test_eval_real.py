@@ -372,6 +372,7 @@ def test_the_rerank_learner_learns_what_the_labels_say() -> None:
             0.0,  # nor an operating system
             0.0,  # nor says the question's learned kin
             0.0,  # the question reads as neither the docs' nor history's
+            *(0.0,) * 4,  # texts of no length: only the labels can tell the two apart
         ]
 
     def row(name: str) -> Any:

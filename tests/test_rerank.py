@@ -261,7 +261,8 @@ def test_a_doc_section_goes_above_a_change_it_ties_with_when_the_question_reads_
     y, _ = rerank.head_features(
         [(commit, 1.0), (section, 0.99)], found, half, rank.DEFAULT, "neutral", asks_docs=3.0
     )
-    assert x[0] == y[0] and x[1][-1] == 0.0 and y[1][-1] == 3.0
+    at = rerank.FEATURES.index("asks_docs")
+    assert x[0] == y[0] and x[1][at] == 0.0 and y[1][at] == 3.0
 
 
 def test_other_kinds_keep_their_places_and_the_tail_is_untouched(tmp_path: Path) -> None:

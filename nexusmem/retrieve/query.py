@@ -547,6 +547,22 @@ def kin_held(
     return out
 
 
+def text_sizes(store: SearchStore, head: list[tuple[StoredNode, float]]) -> dict[str, rerank.Sizes]:
+    """For HEAD's commits, diffs and doc sections, the words of their body, of their change words and of
+    their title, and the files a commit changed (its body's "Files:" entries): what the learned last step
+    weighs of their length (retrieve.rerank). Ranking reads nodes light, so their texts are read here."""
+    whole = store.get_many([node.id for node, _ in head if node.kind in rerank.KINDS])
+    return {
+        node.id: (
+            len(node.body.split()),
+            len(node.words.split()),
+            len(node.title.split()),
+            node.body.count(" (+") if node.kind == "git_commit" else 0,
+        )
+        for node in whole.values()
+    }
+
+
 def prepare(text: str, project: str | None = None) -> Question:
     """Cut an overlong question (keeping its start and its end: a pasted log's error is often last),
     and find its time cue (PROJECT: the project's name, which may name its releases: "Guzzle 7.4.1")."""
@@ -1386,6 +1402,7 @@ def retrieve(
                 store, thesaurus.kin_strengths(words.counted) if learned else {}, scored[: rerank.DEPTH]
             ),
             asks_docs.score(question.text),
+            text_sizes(store, scored[: rerank.DEPTH]),
         )
     bm25_ids = {node_id for node_id, _ in bm25_hits}
     lexical_extra = sum(1 for node_id, _ in cjk_hits if node_id not in bm25_ids)

@@ -97,6 +97,13 @@ FEATURES = (
     # learned from the labelled questions ("which response will it hand back if two stubs match?"); 0 for
     # a change.
     "asks_docs",
+    # What the node is, by its own text (query.text_sizes): ln(1 + the words of its body, of its change
+    # words, of its title; the files a commit changed). A one-line commit of one file and a release's long
+    # merge are not answers alike, whatever their share of the question.
+    "body_words",
+    "change_words",
+    "title_words",
+    "files",
 )
 CONDITIONS = ("always", "failure", "names_code", "usage", "history")
 KINDS = frozenset({"git_commit", "code_diff", "doc_section"})
@@ -112,11 +119,11 @@ HELD = 0.99
 # One row of weights a line, so that the table reads as one.
 # fmt: off
 WEIGHTS: dict[str, tuple[float, ...]] = {
-    "always": (1.63, -0.12, 0.08, 0.08, 0.05, -0.14, 0.40, 0.04, 0.09, -0.40, 0.16, 0.32, 0.73, 0.12, 0.09, 0.81, 0.66),
-    "failure": (0.31, -0.12, 0.24, -0.12, -0.23, -0.06, -0.05, -0.03, 0.01, 0.10, -0.07, -0.08, 0.16, 0.01, 0.12, 0.06, 0.00),
-    "names_code": (0.34, 0.07, 0.05, -0.11, -0.07, -0.10, 0.09, -0.18, -0.03, -0.08, 0.00, 0.37, 0.29, 0.09, -0.25, 0.02, -0.07),
-    "usage": (0.17, 0.51, -0.01, -0.50, 0.05, 0.43, -0.81, 0.00, -0.07, 0.00, 0.09, 0.16, 0.29, 0.34, -0.18, 0.21, -0.21),
-    "history": (0.39, -0.18, 0.06, 0.12, 0.12, 0.17, -0.36, -0.26, -0.01, -0.12, 0.35, 0.20, 0.04, -0.01, -0.14, -0.04, -0.02),
+    "always": (1.63, -0.12, 0.08, 0.08, 0.05, -0.14, 0.40, 0.04, 0.09, -0.40, 0.16, 0.32, 0.73, 0.12, 0.09, 0.81, 0.66, 0.00, 0.00, 0.00, 0.00),
+    "failure": (0.31, -0.12, 0.24, -0.12, -0.23, -0.06, -0.05, -0.03, 0.01, 0.10, -0.07, -0.08, 0.16, 0.01, 0.12, 0.06, 0.00, 0.00, 0.00, 0.00, 0.00),
+    "names_code": (0.34, 0.07, 0.05, -0.11, -0.07, -0.10, 0.09, -0.18, -0.03, -0.08, 0.00, 0.37, 0.29, 0.09, -0.25, 0.02, -0.07, 0.00, 0.00, 0.00, 0.00),
+    "usage": (0.17, 0.51, -0.01, -0.50, 0.05, 0.43, -0.81, 0.00, -0.07, 0.00, 0.09, 0.16, 0.29, 0.34, -0.18, 0.21, -0.21, 0.00, 0.00, 0.00, 0.00),
+    "history": (0.39, -0.18, 0.06, 0.12, 0.12, 0.17, -0.36, -0.26, -0.01, -0.12, 0.35, 0.20, 0.04, -0.01, -0.14, -0.04, -0.02, 0.00, 0.00, 0.00, 0.00),
 }
 # fmt: on
 # One hidden layer of tanh units over the same features and the conditions the question meets (1 or 0
@@ -125,14 +132,14 @@ WEIGHTS: dict[str, tuple[float, ...]] = {
 # in the value, then its weights over FEATURES and CONDITIONS. Learned with WEIGHTS.
 # fmt: off
 HIDDEN: tuple[tuple[float, ...], ...] = (
-    (-0.68, 1.21, 0.19, -0.20, -2.34, 0.48, -0.30, -0.11, -0.41, -1.09, -0.04, 0.07, 4.88, -0.81, 0.04, -0.06, -0.35, -0.14, 0.06, 0.05, -0.33, -0.04, -0.14, 1.05),
-    (5.72, -1.61, -0.46, 0.37, 4.14, -0.84, 4.52, -0.31, -0.09, -11.10, 0.00, -0.28, -1.42, 0.14, -0.08, -0.17, -0.19, -0.44, -0.12, 0.01, 0.03, -0.12, -0.07, -0.37),
-    (-1.71, 1.38, -0.05, 0.42, -1.42, -0.29, 1.28, 0.07, -0.59, -0.75, 0.01, 0.05, 0.73, -0.67, 4.66, 0.04, -0.43, -0.15, 0.05, 0.00, -0.19, 0.23, 0.26, 0.08),
-    (0.53, 0.98, 0.65, 0.40, 1.45, -0.59, 3.18, -0.07, 0.75, -0.32, -0.05, 0.09, -4.85, 0.47, 0.85, -0.14, 3.02, 0.01, -0.02, 0.09, 0.59, 0.02, 0.18, -0.64),
-    (-0.97, -1.15, -1.49, -0.15, -0.34, 0.20, -1.40, 0.39, 0.07, -0.45, -0.06, -0.13, 1.30, -1.82, -1.47, -0.04, 0.67, -0.12, -0.13, 0.02, 0.15, -0.05, 0.13, -0.09),
-    (6.66, 1.50, 0.20, -0.07, -6.91, 0.84, -1.62, -0.11, 0.38, 0.05, -0.76, 0.01, -0.28, -0.07, -0.09, 0.11, -0.32, 0.08, -0.05, 0.06, -0.13, 0.19, 0.28, 0.23),
-    (0.56, -0.76, -0.36, -0.58, 1.54, 0.44, 2.93, 0.02, -0.20, 2.20, 0.09, 0.01, -4.02, -3.96, -0.11, -0.28, -3.34, 0.50, 0.05, 0.03, -0.03, 0.40, 0.17, 0.06),
-    (2.44, -1.00, 1.09, 1.24, -2.44, -1.06, 0.74, 0.09, -0.32, -0.12, -0.11, -0.03, -2.18, -2.29, -0.11, -0.52, -1.74, 0.88, -0.20, 0.00, -0.10, -0.30, -0.15, -0.07),
+    (-0.68, 1.21, 0.19, -0.20, -2.34, 0.48, -0.30, -0.11, -0.41, -1.09, -0.04, 0.07, 4.88, -0.81, 0.04, -0.06, -0.35, -0.14, 0.06, 0.00, 0.00, 0.00, 0.00, 0.05, -0.33, -0.04, -0.14, 1.05),
+    (5.72, -1.61, -0.46, 0.37, 4.14, -0.84, 4.52, -0.31, -0.09, -11.10, 0.00, -0.28, -1.42, 0.14, -0.08, -0.17, -0.19, -0.44, -0.12, 0.00, 0.00, 0.00, 0.00, 0.01, 0.03, -0.12, -0.07, -0.37),
+    (-1.71, 1.38, -0.05, 0.42, -1.42, -0.29, 1.28, 0.07, -0.59, -0.75, 0.01, 0.05, 0.73, -0.67, 4.66, 0.04, -0.43, -0.15, 0.05, 0.00, 0.00, 0.00, 0.00, 0.00, -0.19, 0.23, 0.26, 0.08),
+    (0.53, 0.98, 0.65, 0.40, 1.45, -0.59, 3.18, -0.07, 0.75, -0.32, -0.05, 0.09, -4.85, 0.47, 0.85, -0.14, 3.02, 0.01, -0.02, 0.00, 0.00, 0.00, 0.00, 0.09, 0.59, 0.02, 0.18, -0.64),
+    (-0.97, -1.15, -1.49, -0.15, -0.34, 0.20, -1.40, 0.39, 0.07, -0.45, -0.06, -0.13, 1.30, -1.82, -1.47, -0.04, 0.67, -0.12, -0.13, 0.00, 0.00, 0.00, 0.00, 0.02, 0.15, -0.05, 0.13, -0.09),
+    (6.66, 1.50, 0.20, -0.07, -6.91, 0.84, -1.62, -0.11, 0.38, 0.05, -0.76, 0.01, -0.28, -0.07, -0.09, 0.11, -0.32, 0.08, -0.05, 0.00, 0.00, 0.00, 0.00, 0.06, -0.13, 0.19, 0.28, 0.23),
+    (0.56, -0.76, -0.36, -0.58, 1.54, 0.44, 2.93, 0.02, -0.20, 2.20, 0.09, 0.01, -4.02, -3.96, -0.11, -0.28, -3.34, 0.50, 0.05, 0.00, 0.00, 0.00, 0.00, 0.03, -0.03, 0.40, 0.17, 0.06),
+    (2.44, -1.00, 1.09, 1.24, -2.44, -1.06, 0.74, 0.09, -0.32, -0.12, -0.11, -0.03, -2.18, -2.29, -0.11, -0.52, -1.74, 0.88, -0.20, 0.00, 0.00, 0.00, 0.00, 0.00, -0.10, -0.30, -0.15, -0.07),
 )
 # fmt: on
 
@@ -150,6 +157,10 @@ def conditions(failure: bool, names_code: bool, asks: str) -> tuple[str, ...]:
 
 
 NO_EVIDENCE = Evidence()
+# The words of a node's body, of its change words and of its title, and the files a commit changed
+# (query.text_sizes; the last 0 for a diff or a section).
+Sizes = tuple[int, int, int, int]
+NO_SIZES: Sizes = (0, 0, 0, 0)
 
 
 def ruling(
@@ -192,12 +203,14 @@ def features(
     platform: bool = False,
     kin: float = 0.0,
     asks_docs: float = 0.0,
+    sizes: Sizes = NO_SIZES,
 ) -> list[float]:
     """What the model knows of NODE, scored SCORE, at POSITION of a list whose first scores FIRST and whose
     newest node is from NEWEST (epoch ms); EVIDENCE: what the retrieval lists said of it; COVERED: the share
     of the question's IDF mass among its words; RULED: ruling(); PLATFORM: it is about an operating system
     the question names; KIN: the strengths of the question's learned kin its message holds; ASKS_DOCS: the
-    log-odds that the question's answer is a doc section (asks_docs.score)."""
+    log-odds that the question's answer is a doc section (asks_docs.score); SIZES: the words of its body,
+    change words and title and the files it changed (query.text_sizes)."""
     kind = node.kind
     change = kind in CHANGE_KINDS
     meta = node.meta or {}
@@ -226,6 +239,7 @@ def features(
         float(platform),
         math.log1p(kin / 10.0),
         asks_docs if kind == "doc_section" else 0.0,
+        *(math.log1p(n) for n in sizes),
     ]
 
 
@@ -241,6 +255,7 @@ def head_features(
     on_platform: Collection[str] = (),
     kin: Mapping[str, float] | None = None,
     asks_docs: float = 0.0,
+    sizes: Mapping[str, Sizes] | None = None,
 ) -> tuple[list[list[float]], list[bool]]:
     """features() of every node of HEAD (the first DEPTH of a ranked list), in order, and whether the step
     may move it: a commit, diff or doc section not held() in place. COVERING gives, for the ids of the
@@ -248,7 +263,8 @@ def head_features(
     nodes copied into a small index and probed once per question word, so it is asked for those alone; the
     others' share is never read). ON_PLATFORM: the ids of those about an operating system the question
     names (query.on_platform); KIN: by id, the strengths of the question's learned kin each one's message
-    holds (query.kin_held); ASKS_DOCS: the log-odds that the question's answer is a doc section."""
+    holds (query.kin_held); ASKS_DOCS: the log-odds that the question's answer is a doc section; SIZES: by
+    id, the lengths of each one's text (query.text_sizes)."""
     first = head[0][1]
     newest = max(node.ts or 0 for node, _ in head)
     found = [evidence.get(node.id, NO_EVIDENCE) for node, _ in head]
@@ -268,6 +284,7 @@ def head_features(
             node.id in on_platform,
             (kin or {}).get(node.id, 0.0),
             asks_docs,
+            (sizes or {}).get(node.id, NO_SIZES),
         )
         for i, (node, score) in enumerate(head)
     ]
@@ -315,19 +332,20 @@ def rerank(
     on_platform: Collection[str] = (),
     kin: Mapping[str, float] | None = None,
     asks_docs: float = 0.0,
+    sizes: Mapping[str, Sizes] | None = None,
 ) -> list[tuple[StoredNode, float]]:
     """SCORED with its first DEPTH put in order by the model for a question meeting MET (see the module
     docstring), given what the retrieval lists said of each node (EVIDENCE, by id), how much of the question
     the nodes it may move hold (COVERING, see head_features), the question's ranking SETTINGS and what the
     question ASKS for, which of them are about an operating system it names (ON_PLATFORM, by id) and how
-    much of its learned kin their messages hold (KIN, by id), and how likely its answer is a doc section
-    (ASKS_DOCS, asks_docs.score); nodes held() in place and of other kinds keep their places, and every
-    place keeps its score."""
+    much of its learned kin their messages hold (KIN, by id), how likely its answer is a doc section
+    (ASKS_DOCS, asks_docs.score) and how long their texts are (SIZES, by id); nodes held() in place and of
+    other kinds keep their places, and every place keeps its score."""
     head = scored[:DEPTH]
     if len(head) < 2:
         return scored
     x, moves = head_features(
-        head, evidence or {}, covering or (lambda ids: {}), settings, asks, on_platform, kin, asks_docs
+        head, evidence or {}, covering or (lambda ids: {}), settings, asks, on_platform, kin, asks_docs, sizes
     )
     moved = [i for i in range(len(head)) if moves[i]]
     value = dict(zip(moved, values([x[i] for i in moved], met)))
