@@ -246,14 +246,25 @@ def modes(rows: list[Row]) -> list[tuple[str, list[Row]]]:
 
 
 def fit(
-    np: Any, rows: list[Row], *, l2: float, iterations: int, rate: float, units: int = 0, seed: int = 0
+    np: Any,
+    rows: list[Row],
+    *,
+    l2: float,
+    iterations: int,
+    rate: float,
+    units: int = 0,
+    seed: int = 0,
+    linear: tuple[str, ...] | None = None,
 ) -> Model:
     """The model that maximises the log-probability of ROWS' answers under the softmax of the step's values
     over the nodes it may move, by full-batch Adam: the linear part pulled toward "keep the order" by L2,
     and UNITS tanh units (none: linear alone) over the features standardised (folded back into the raw
     features' weights when done), their weights pulled toward 0 by the same L2, started small at random
-    (SEED)."""
+    (SEED). The features LINEAR names (rerank.LINEAR unless given) are read by the linear part alone: the
+    hidden units' weights over them stay 0."""
     from nexusmem.retrieve import rerank
+
+    alone = [rerank.FEATURES.index(f) for f in (rerank.LINEAR if linear is None else linear)]
 
     conditions, n, depth = rerank.CONDITIONS, len(rerank.FEATURES), rerank.DEPTH
     usable = []
@@ -284,6 +295,7 @@ def fit(
         )
         random = np.random.default_rng(seed)
         params["u"] = random.normal(0.0, 0.3, (n + len(conditions), units))
+        params["u"][alone] = 0.0
         params["b"] = np.zeros(units)
         params["o"] = random.normal(0.0, 0.01, units)
     m = {k: np.zeros_like(v) for k, v in params.items()}
@@ -304,6 +316,7 @@ def fit(
             grad["o"] = np.einsum("qk,qkh->h", d, h) + l2 * params["o"]
             da = d[:, :, None] * params["o"] * (1 - h * h)
             grad["u"] = np.einsum("qkd,qkh->dh", z, da) + l2 * params["u"]
+            grad["u"][alone] = 0.0
             grad["b"] = da.sum((0, 1))
         for key, g in grad.items():
             m[key] = 0.9 * m[key] + 0.1 * g
@@ -337,8 +350,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rate", type=float, default=0.05)
     ap.add_argument("--units", type=int, default=8, help="tanh units of the hidden layer (0: linear alone)")
     ap.add_argument("--seed", type=int, default=0, help="the hidden units' random start")
+    ap.add_argument(
+        "--linear",
+        action="append",
+        metavar="FEATURE",
+        help="a feature the hidden units do not read (repeatable; default: rerank.LINEAR)",
+    )
     args = ap.parse_args(argv)
     args.set = args.set or ["dev"]
+    # `--linear ""`: every feature read by the hidden units too
+    linear = None if args.linear is None else tuple(f for f in args.linear if f)
     import numpy as np
 
     from nexusmem.retrieve import rerank
@@ -373,6 +394,7 @@ def main(argv: list[str] | None = None) -> int:
                 rate=args.rate,
                 units=args.units,
                 seed=args.seed,
+                linear=linear,
             )
             fold = [(r, new_rank(np, r, model), new_rank(np, r, ships)) for r in test]
             held_out += fold
@@ -390,7 +412,14 @@ def main(argv: list[str] | None = None) -> int:
                 f" (the shipped model on the same questions: MRR {ship[0]:.4f}, R@5 {ship[1]:.3f})"
             )
     model = fit(
-        np, rows, l2=args.l2, iterations=args.iterations, rate=args.rate, units=args.units, seed=args.seed
+        np,
+        rows,
+        l2=args.l2,
+        iterations=args.iterations,
+        rate=args.rate,
+        units=args.units,
+        seed=args.seed,
+        linear=linear,
     )
     # What is printed is what rerank.py will hold: rounded, and scored so.
     printed = Model(

@@ -427,6 +427,11 @@ def test_the_rerank_learners_hidden_units_learn_what_no_weighted_sum_can() -> No
     assert learn.score(np, held, linear)[0] < 1.0
     hidden = learn.fit(np, train, l2=1e-3, iterations=300, rate=0.05, units=4)
     assert learn.score(np, held, hidden) == (1.0, 1.0)
+    # A feature the hidden units may not read (rerank.LINEAR, here "fix") enters no interaction: its hidden
+    # weights stay 0, and the "exclusive or" is out of reach again.
+    alone = learn.fit(np, train, l2=1e-3, iterations=300, rate=0.05, units=4, linear=("fix",))
+    assert not alone.hidden[:, 2 + rerank.FEATURES.index("fix")].any()
+    assert learn.score(np, held, alone)[0] < 1.0
 
 
 def test_the_step_computes_what_the_learner_scored() -> None:

@@ -3,7 +3,9 @@ nodes read back from a real store and on a real synced repository."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -25,7 +27,11 @@ T0 = 1_700_000_000_000
 
 
 def change(subject: str, lines: int) -> Node:
-    return commit_node(T0, subject=subject, insertions=lines, deletions=0)
+    """A commit of LINES added lines to one file, as a sync stores it: its body lists the file, its change
+    words hold the names the lines use."""
+    made = commit_node(T0, "src/loader.py", subject=subject, insertions=lines, deletions=0)
+    body = f"{subject}\n\nFiles: src/loader.py (+{lines} -0)"
+    return dataclasses.replace(made, body=body, words="load_config read_file path settings")
 
 
 def alike(*nodes: StoredNode) -> dict[str, Evidence]:
@@ -46,6 +52,13 @@ def read_back(tmp_path: Path, nodes: list[Node]) -> list[StoredNode]:
     return [found[n.id] for n in nodes]
 
 
+def lengths(tmp_path: Path, *nodes: StoredNode) -> dict[str, rerank.Sizes]:
+    """The lengths of NODES' own text as the product passes them to the step (query.text_sizes), read from
+    the store read_back wrote."""
+    with open_store(tmp_path / "memory.db") as store:
+        return query.text_sizes(store, [(n, 1.0) for n in nodes])
+
+
 def test_a_narrow_fix_goes_above_a_sweeping_change_it_ties_with(tmp_path: Path) -> None:
     sweep, fix = read_back(
         tmp_path,
@@ -53,8 +66,9 @@ def test_a_narrow_fix_goes_above_a_sweeping_change_it_ties_with(tmp_path: Path) 
     )
     scored = [(sweep, 1.0), (fix, 0.98)]
     found = alike(sweep, fix)
+    sizes = lengths(tmp_path, sweep, fix)
     out = rerank.rerank(
-        scored, rerank.conditions(failure=True, names_code=False, asks="neutral"), found, half
+        scored, rerank.conditions(failure=True, names_code=False, asks="neutral"), found, half, sizes=sizes
     )
     assert [n.title for n, _ in out] == ["Fix the loader crash on an empty file", "Rework the config loader"]
     # Each place keeps its score: what reads them (the packer, the weak-answer check) sees the same numbers.
@@ -62,7 +76,7 @@ def test_a_narrow_fix_goes_above_a_sweeping_change_it_ties_with(tmp_path: Path) 
     # A clear winner stays first: relevance weighs most.
     clear = {sweep.id: Evidence(lexical=1.0, semantic=0.6), fix.id: Evidence(lexical=0.2, semantic=0.3)}
     assert (
-        rerank.rerank([(sweep, 1.0), (fix, 0.3)], ("always", "failure"), clear, half)[0][0].title
+        rerank.rerank([(sweep, 1.0), (fix, 0.3)], ("always", "failure"), clear, half, sizes=sizes)[0][0].title
         == sweep.title
     )
 
@@ -92,12 +106,15 @@ def test_a_change_someone_reported_goes_above_one_it_ties_with(tmp_path: Path) -
         False,
     ]
     found = alike(plain, reported, pr, gh, version)
+    sizes = lengths(tmp_path, plain, reported, pr, gh, version)
     numbered = rerank.FEATURES.index("numbered")
     for failure in (True, False):
         for asks in ("neutral", "usage"):
             met = rerank.conditions(failure=failure, names_code=False, asks=asks)
             for listed in ([plain, reported], [version, pr]):
-                x, _ = rerank.head_features([(n, 1.0) for n in listed], found, half, rank.DEFAULT, asks)
+                x, _ = rerank.head_features(
+                    [(n, 1.0) for n in listed], found, half, rank.DEFAULT, asks, sizes=sizes
+                )
                 unnumbered = [*x[1][:numbered], 0.0, *x[1][numbered + 1 :]]
                 assert x[0][numbered] == 0.0 and x[1][numbered] == 1.0
                 with_number, without = rerank.values([x[1], unnumbered], met)
@@ -105,7 +122,10 @@ def test_a_change_someone_reported_goes_above_one_it_ties_with(tmp_path: Path) -
     # A clear winner stays first.
     clear = {plain.id: Evidence(lexical=1.0, semantic=0.6), reported.id: Evidence(lexical=0.3, semantic=0.3)}
     met = rerank.conditions(failure=True, names_code=False, asks="neutral")
-    assert rerank.rerank([(plain, 1.0), (reported, 0.5)], met, clear, half)[0][0].title == plain.title
+    assert (
+        rerank.rerank([(plain, 1.0), (reported, 0.5)], met, clear, half, sizes=sizes)[0][0].title
+        == plain.title
+    )
 
 
 def test_the_operating_systems_a_text_names() -> None:
@@ -156,17 +176,66 @@ def test_a_change_about_the_system_the_question_names_goes_above_one_it_ties_wit
     met = rerank.conditions(failure=True, names_code=False, asks="neutral")
     scored = [(linux, 1.0), (windows, 0.99)]
     found = alike(linux, windows)
+    sizes = lengths(tmp_path, linux, windows)
 
     def order(
         listed: list[tuple[StoredNode, float]], about: set[str], said: dict[str, Evidence]
     ) -> list[str]:
-        return [n.id for n, _ in rerank.rerank(listed, met, said, half, on_platform=about)]
+        return [n.id for n, _ in rerank.rerank(listed, met, said, half, on_platform=about, sizes=sizes)]
 
     assert order(scored, {windows.id}, found) == [windows.id, linux.id]
     assert order(scored, {linux.id}, found) == [linux.id, windows.id]
     # A clear winner stays first.
     clear = {linux.id: Evidence(lexical=1.0, semantic=0.6), windows.id: Evidence(lexical=0.3, semantic=0.3)}
     assert order([(linux, 1.0), (windows, 0.5)], {windows.id}, clear)[0] == linux.id
+
+
+def test_the_step_reads_the_lengths_of_a_nodes_own_text(tmp_path: Path) -> None:
+    """Ranking reads nodes light (no body, no change words); the step's length features are read from the
+    store for the nodes it may move: the words of the body, of the change words and of the title, and the
+    files a commit's body lists. A one-line commit of one file and a long one of many are told apart."""
+    short, long, diff, section, command = read_back(
+        tmp_path,
+        [
+            node(
+                "git_commit",
+                text="Fix the parser",
+                body="Fix the parser\n\nFiles: src/parser.py (+1 -1)",
+                words="parse_attr empty",
+            ),
+            node(
+                "git_commit",
+                text="Rework how the loader reads its config",
+                body="Rework how the loader reads its config\n\nIt now reads the file once and keeps it.\n\n"
+                "Files: a.py (+40 -2), b.py (+0 -0), docs/c.md (+3 -3)",
+                words="load_config read_once cache keep",
+            ),
+            node(
+                "code_diff",
+                text="src/parser.py @ 1a2b3c4 — Fix the parser",
+                body="@@ -1 +1 @@\n-a = 1\n+a = 2",
+            ),
+            node("doc_section", text="Loading the config", body="Call load_config() once at start."),
+            shell_node("pytest -x", T0),
+        ],
+    )
+    assert not short.body and not short.words  # read light, as ranking reads them
+    head = [(n, 1.0) for n in (short, long, diff, section, command)]
+    with open_store(tmp_path / "memory.db") as store:
+        sizes = query.text_sizes(store, head)
+    assert sizes == {
+        short.id: (7, 2, 3, 1),
+        long.id: (26, 4, 7, 3),
+        diff.id: (10, 0, 7, 0),
+        section.id: (5, 0, 3, 0),
+    }
+    x, _ = rerank.head_features(head[:2], alike(short, long), half, rank.DEFAULT, "neutral", sizes=sizes)
+    at = rerank.FEATURES.index("files")
+    assert x[0][at] == pytest.approx(math.log(2)) and x[1][at] == pytest.approx(math.log(4))
+    # The same two rows without their lengths: the step weighs them.
+    bare, _ = rerank.head_features(head[:2], alike(short, long), half, rank.DEFAULT, "neutral")
+    met = rerank.conditions(failure=True, names_code=False, asks="neutral")
+    assert rerank.values(x, met) != rerank.values(bare, met)
 
 
 def test_a_change_whose_message_says_what_the_question_means_goes_above_one_it_ties_with(
@@ -209,9 +278,10 @@ def test_a_change_whose_message_says_what_the_question_means_goes_above_one_it_t
     met = rerank.conditions(failure=True, names_code=False, asks="neutral")
     scored = [(plain, 1.0), (titled, 0.99)]
     found = alike(plain, titled)
+    sizes = lengths(tmp_path, plain, titled)
 
     def order(kin: dict[str, float]) -> list[str]:
-        return [n.id for n, _ in rerank.rerank(scored, met, found, half, kin=kin)]
+        return [n.id for n, _ in rerank.rerank(scored, met, found, half, kin=kin, sizes=sizes)]
 
     assert order({titled.id: 50.0}) == [titled.id, plain.id]
     assert order({plain.id: 50.0}) == [plain.id, titled.id]
@@ -235,6 +305,7 @@ def test_a_doc_section_goes_above_a_change_it_ties_with_when_the_question_reads_
         ],
     )
     found = alike(commit, section)
+    sizes = lengths(tmp_path, commit, section)
 
     def natural(n: StoredNode) -> float:
         """The score the rules give N for what the lists said (no rule set it back or lifted it)."""
@@ -247,7 +318,9 @@ def test_a_doc_section_goes_above_a_change_it_ties_with_when_the_question_reads_
             intent.reports_failure(question), intent.names_code(question), intent.intent(question)
         )
         scored = [(commit, natural(commit)), (section, natural(section))]
-        out = rerank.rerank(scored, met, found, half, rank.DEFAULT, intent.intent(question), asks_docs=docs)
+        out = rerank.rerank(
+            scored, met, found, half, rank.DEFAULT, intent.intent(question), asks_docs=docs, sizes=sizes
+        )
         return out[0][0].kind
 
     docs = "If I declare two stubs that match the same URL, which response will I get back?"
@@ -275,7 +348,7 @@ def test_other_kinds_keep_their_places_and_the_tail_is_untouched(tmp_path: Path)
     ]
     stored = read_back(tmp_path, nodes)
     scored = [(n, 1.0 - i / 100) for i, n in enumerate(stored)]
-    out = rerank.rerank(scored, ("always", "failure"), alike(*stored), half)
+    out = rerank.rerank(scored, ("always", "failure"), alike(*stored), half, sizes=lengths(tmp_path, *stored))
     assert out[0][0].id == stored[0].id and out[3][0].id == stored[3].id
     commits = [n.title for n, _ in out if n.kind == "git_commit"]
     assert commits == ["Fix the loader crash on an empty file", "Rework the config loader"]
@@ -294,12 +367,13 @@ def test_what_the_lists_said_counts_and_a_rules_setback_counts_with_it(tmp_path:
     prior = rank.kind_prior(broad.signal, "git_commit", broad.source, "neutral", fix=False, post=False)
     evidence = {broad.id: Evidence(lexical=1.0), narrow.id: Evidence(lexical=0.95)}
     covered = {broad.id: 0.3, narrow.id: 0.9}
+    sizes = lengths(tmp_path, broad, narrow)
     met = rerank.conditions(failure=False, names_code=False, asks="neutral")
 
     def order(narrow_factor: float, covered: dict[str, float]) -> list[str]:
         scored = [(broad, 1.0 * prior), (narrow, 0.95 * prior * narrow_factor)]
         scored.sort(key=lambda pair: -pair[1])
-        return [n.title for n, _ in rerank.rerank(scored, met, evidence, lambda ids: covered)]
+        return [n.title for n, _ in rerank.rerank(scored, met, evidence, lambda ids: covered, sizes=sizes)]
 
     assert order(1.0, covered) == ["Handle an empty config file", "Rework the config loader"]
     assert order(1.0, dict.fromkeys(covered, 0.3)) == [
@@ -312,6 +386,11 @@ def test_what_the_lists_said_counts_and_a_rules_setback_counts_with_it(tmp_path:
 def test_every_weight_row_is_complete() -> None:
     assert set(rerank.WEIGHTS) == set(rerank.CONDITIONS)
     assert all(len(row) == len(rerank.FEATURES) for row in rerank.WEIGHTS.values())
+    assert all(len(unit) == 2 + len(rerank.FEATURES) + len(rerank.CONDITIONS) for unit in rerank.HIDDEN)
+    # The lengths are weighed by w alone: no hidden unit reads them.
+    assert rerank.LINEAR and all(
+        unit[2 + rerank.FEATURES.index(f)] == 0.0 for f in rerank.LINEAR for unit in rerank.HIDDEN
+    )
     assert rerank.conditions(True, True, "usage") == ("always", "failure", "names_code", "usage")
 
 

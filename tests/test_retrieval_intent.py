@@ -383,8 +383,9 @@ def test_an_option_the_question_writes_finds_the_change_that_names_it_whole(
 
 
 def test_a_commit_that_says_it_fixes_something_counts_more(repo: Path) -> None:
-    commit(repo, "Rework cache eviction for large keys", {"cache.py": "A = 1\n"}, when=NOW - 50 * DAY)
-    commit(repo, "Fix cache eviction for large keys", {"cache.py": "A = 2\n"}, when=NOW - 40 * DAY)
+    code = "def trim(entries, limit):\n    return entries[:limit]  # {}\n"
+    commit(repo, "Rework cache eviction for large keys", {"cache.py": code.format(1)}, when=NOW - 50 * DAY)
+    commit(repo, "Fix cache eviction for large keys", {"cache.py": code.format(2)}, when=NOW - 40 * DAY)
     run_cli("-C", str(repo), "sync", "--no-embed")
     proj = project.load(repo)
     with proj.open_store(readonly=True) as store:
@@ -407,7 +408,12 @@ def test_a_fix_of_a_typo_or_a_linter_complaint_does_not_count_as_a_fix(repo: Pat
         "Fix typo that broke cache eviction for large keys",
     ]
     for n, title in enumerate(titles):
-        commit(repo, title, {"cache.py": f"A = {n}\n"}, when=NOW - (50 - n) * DAY)
+        commit(
+            repo,
+            title,
+            {"cache.py": f"def trim(entries, limit):\n    return entries[:limit]  # {n}\n"},
+            when=NOW - (50 - n) * DAY,
+        )
     run_cli("-C", str(repo), "sync", "--no-embed")
     with project.load(repo).open_store(readonly=True) as store:
         scored, _ = query.ranked_candidates(store, "cache eviction large keys", vectors=False)

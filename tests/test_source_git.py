@@ -654,10 +654,13 @@ def test_a_commit_that_only_makes_a_file_executable_says_so(repo: Path, change_w
     assert diff.body.startswith("mode 100644 → 100755, now executable\n@@"), diff.body
     if not change_words:
         return
-    # What a user sees: `show` and a query in their words.
+    # What a user sees: `show` and a query in their words. The commit is found at the head of the list, with
+    # the other one that made a file executable and changed run.sh (which of the two near ties is first is
+    # the learned last step's call, and its random starts differ on it: docs/evaluation.md, sixty-third wave).
     run_cli("-C", str(repo), "sync", "--no-embed")
-    [item] = [it for it in query_json(repo, "made run.sh executable")["items"][:1]]
-    assert item["ref"] == chmod, item
+    items = query_json(repo, "made run.sh executable")["items"]
+    assert {it["ref"] for it in items[:2]} == {chmod, both}, [it["title"] for it in items]
+    [item] = [it for it in items if it["ref"] == chmod]
     shown = run_cli("-C", str(repo), "show", item["id"]).output
     assert "run.sh (mode 100644 → 100755, now executable)" in shown and "(+0 -0)" not in shown, shown
 

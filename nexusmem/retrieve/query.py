@@ -996,8 +996,9 @@ def retrieve(
         scored = current_docs_first(scored, frozenset(_WORDS.findall(question.text.lower())))
     scored = originals_first(scored, question.text)
     scored = distinct_changes(scored)
-    if asks_own_change(question.text):
-        scored = own_changes_first(scored, _git_user_of(store))
+    # "why did I change…": the asker's own commits lifted (None: not asked, or no git user to know them by).
+    asker = _git_user_of(store) if asks_own_change(question.text) else None
+    scored = own_changes_first(scored, asker)
     if holding is not None:
         holder_note_if_listed(scored, *holding, question.notes)
     if still_holder is not None:
@@ -1381,13 +1382,15 @@ def retrieve(
     if missed is not None:
         question.notes.append(f"nothing recorded {missed} matches the question")
     # The learned last step (retrieve.rerank), unless a rule above pinned its answer on purpose: a time cue,
-    # a named release, the first or last holder of a name, what was run after a command.
+    # a named release, the first or last holder of a name, what was run after a command, the asker's own
+    # change (a lift the step cannot see: the labelled questions ask about nobody's own work).
     rerankable = (
         question.cue is None
         and window is None
         and not dated_first
         and answered_by is None
         and question.then is None
+        and not (asker and any(is_own_commit(node, asker) for node, _ in scored[: rerank.DEPTH]))
     )
     if settings.rerank and rerankable:
         scored = rerank.rerank(
@@ -2285,15 +2288,17 @@ def own_changes_first(
     score; re-sorted. SCORED itself when ME is None."""
     if not me:
         return scored
-    mine = me.casefold()
     return best_first(
         [
-            (node, value * OWN_CHANGE_FACTOR)
-            if node.kind == "git_commit" and str(node.meta.get("author", "")).casefold() == mine
-            else (node, value)
+            (node, value * OWN_CHANGE_FACTOR) if is_own_commit(node, me) else (node, value)
             for node, value in scored
         ]
     )
+
+
+def is_own_commit(node: StoredNode, me: str) -> bool:
+    """Whether NODE is a commit whose author is ME (git's user.name, any case)."""
+    return node.kind == "git_commit" and str(node.meta.get("author", "")).casefold() == me.casefold()
 
 
 def _git_user_of(store: SearchStore) -> str | None:
