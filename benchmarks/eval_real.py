@@ -182,6 +182,7 @@ SETS = (
     "fresh90",
     "fresh91",
     "fresh92",
+    "fresh93",
     "dev2",
     "removal",
     "rst",
