@@ -42,6 +42,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 from unittest import mock
@@ -377,6 +378,16 @@ def main(argv: list[str] | None = None) -> int:
         f" {len(sets)} sets; the step applies to {sum(r.x is not None for r in rows)} of the lists"
     )
     ships = shipped(np)
+    fitting = partial(
+        fit,
+        np,
+        l2=args.l2,
+        iterations=args.iterations,
+        rate=args.rate,
+        units=args.units,
+        seed=args.seed,
+        linear=linear,
+    )
     for mode, of_mode in modes(rows):
         base, now = score(np, of_mode, None), score(np, of_mode, ships)
         print(
@@ -386,16 +397,7 @@ def main(argv: list[str] | None = None) -> int:
         held_out: list[tuple[Row, int | None, int | None]] = []  # (row, rank with the fitted model, shipped)
         for k, held in enumerate(folds(sets, args.folds)):
             test = [r for r in rows if r.set in held]
-            model = fit(
-                np,
-                [r for r in rows if r.set not in held],
-                l2=args.l2,
-                iterations=args.iterations,
-                rate=args.rate,
-                units=args.units,
-                seed=args.seed,
-                linear=linear,
-            )
+            model = fitting([r for r in rows if r.set not in held])
             fold = [(r, new_rank(np, r, model), new_rank(np, r, ships)) for r in test]
             held_out += fold
             b, a = figures([r.rank for r, _, _ in fold]), figures([fitted for _, fitted, _ in fold])
@@ -411,16 +413,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"held out, {mode}: MRR {before[0]:.4f} -> {after[0]:.4f}, R@5 {before[1]:.3f} -> {after[1]:.3f}"
                 f" (the shipped model on the same questions: MRR {ship[0]:.4f}, R@5 {ship[1]:.3f})"
             )
-    model = fit(
-        np,
-        rows,
-        l2=args.l2,
-        iterations=args.iterations,
-        rate=args.rate,
-        units=args.units,
-        seed=args.seed,
-        linear=linear,
-    )
+    model = fitting(rows)
     # What is printed is what rerank.py will hold: rounded, and scored so.
     printed = Model(
         {c: np.round(model.weights[c], 2) + 0.0 for c in rerank.CONDITIONS},
