@@ -917,8 +917,9 @@ def test_a_news_fragment_whose_file_name_is_not_utf8_is_read(repo: Path) -> None
 
 def test_a_test_suites_markdown_is_its_input_not_its_docs(repo: Path) -> None:
     """A Markdown linter keeps hundreds of test inputs (test/*.md); a site generator, whole test sites.
-    They are not read as documentation; the docs beside them are. A config that still holds the exclude
-    list an earlier init wrote means today's, and the next sync drops the test pages it had read."""
+    They are not read as documentation; the docs beside them are, and so is a page of the docs in a folder
+    named like a test suite's (a pytest plugin's `docs/reference/fixtures/`). A config that still holds the
+    exclude list an earlier init wrote means today's, and the next sync drops the test pages it had read."""
     commit(
         repo,
         "docs and fixtures",
@@ -926,6 +927,8 @@ def test_a_test_suites_markdown_is_its_input_not_its_docs(repo: Path) -> None:
             "docs/rules.md": "# Rules\n\n## Line length\n\nLines longer than 80 characters are reported.\n",
             "test/long-lines.md": "# Heading\n\n## Line length\n\nThis line is deliberately far too long.\n",
             "lib/tests/fixtures/page.markdown": "# Fixture\n\nA page the generator renders.\n",
+            "docs/reference/fixtures/index.rst": "Fixtures\n========\n\nunused_tcp_port\n---------------\n"
+            "Finds and yields a single unused TCP port on the localhost interface.\n",
         },
     )
     proj, _ = project.init(repo)
@@ -939,11 +942,16 @@ def test_a_test_suites_markdown_is_its_input_not_its_docs(repo: Path) -> None:
     data["sources"]["docs"]["exclude"] = [*config._FORMER_DOCS_EXCLUDE, "drafts/*"]  # edited: kept
     cfg_path.write_text(json.dumps(data), encoding="utf-8")
     sync.sync(repo, embed=False)
-    assert doc_paths() == {"docs/rules.md", "test/long-lines.md", "lib/tests/fixtures/page.markdown"}
+    assert doc_paths() == {
+        "docs/rules.md",
+        "test/long-lines.md",
+        "lib/tests/fixtures/page.markdown",
+        "docs/reference/fixtures/index.rst",
+    }
     data["sources"]["docs"]["exclude"] = list(config._FORMER_DOCS_EXCLUDE)  # as init wrote it: today's
     cfg_path.write_text(json.dumps(data), encoding="utf-8")
     sync.sync(repo, embed=False)
-    assert doc_paths() == {"docs/rules.md"}
+    assert doc_paths() == {"docs/rules.md", "docs/reference/fixtures/index.rst"}
 
 
 def test_only_release_notes_are_read_as_release_notes_and_only_once(repo: Path, monkeypatch) -> None:

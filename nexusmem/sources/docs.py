@@ -115,6 +115,21 @@ def release_notes_excluded(path: str, exclude: Sequence[str]) -> bool:
     return bool(others) and _glob_match(path, others)
 
 
+# The docs folder at the top of a repository, and the exclude globs that keep a test suite's folders out
+# (config's defaults: `tests/*`, `fixtures/*`, `spec/*`...). Under the docs folder such a folder is a page of
+# the docs: pytest-asyncio's `docs/reference/fixtures/index.rst` is the reference of its fixtures.
+_DOCS_ROOT = re.compile(r"^(?:docs?|documentation)/", re.IGNORECASE)
+_TEST_FOLDER_GLOB = re.compile(r"^(?:test|tests|__tests__|spec|specs|testdata|fixtures)/\*$", re.IGNORECASE)
+
+
+def exclusions_for(path: str, patterns: tuple[str, ...]) -> tuple[str, ...]:
+    """The exclude PATTERNS that apply to the file at PATH: all of them, but those naming a test suite's
+    folder for a file under the docs folder (_DOCS_ROOT)."""
+    if _DOCS_ROOT.match(path) is None:
+        return patterns
+    return tuple(p for p in patterns if _TEST_FOLDER_GLOB.match(p) is None)
+
+
 def left_to_release_notes(path: str, names: Sequence[str], *, notes: bool) -> bool:
     """Whether a glob of NAMES (notes_globs' first half) leaves the file at PATH out of the docs, NOTES saying
     whether it is release notes (is_release_notes, asked once by the caller): only the release notes the changelog source reads (is_release_notes), or would read were it on. Any other file
@@ -979,7 +994,7 @@ def _candidates(
         if len(entry) < 3:
             continue
         path = os.fsdecode(entry[2:])
-        if path in seen or not _glob_match(path, include) or _glob_match(path, others):
+        if path in seen or not _glob_match(path, include) or _glob_match(path, exclusions_for(path, others)):
             continue
         notes = is_release_notes(path)
         if left_to_release_notes(path, names, notes=notes):
