@@ -549,8 +549,9 @@ def kin_held(
 
 def text_sizes(store: SearchStore, head: list[tuple[StoredNode, float]]) -> dict[str, rerank.Sizes]:
     """For HEAD's commits, diffs and doc sections, the words of their body, of their change words and of
-    their title, and the files a commit changed (its body's "Files:" entries): what the learned last step
-    weighs of their length (retrieve.rerank). Ranking reads nodes light, so their texts are read here."""
+    their title, and the files a commit changed (its body's "Files:" entries with a line count, " (+"; a
+    mode-only entry has none): what the learned last step weighs of their length (retrieve.rerank).
+    Ranking reads nodes light, so their texts are read here."""
     whole = store.get_many([node.id for node, _ in head if node.kind in rerank.KINDS])
     return {
         node.id: (
