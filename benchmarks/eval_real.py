@@ -183,6 +183,7 @@ SETS = (
     "fresh91",
     "fresh92",
     "fresh93",
+    "fresh94",
     "dev2",
     "removal",
     "rst",
