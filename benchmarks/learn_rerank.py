@@ -136,7 +136,7 @@ def collect_rows(args: argparse.Namespace) -> list[Row]:
 
 def question_rows(qf: eval_real.QuestionFile, store: Any, index: eval_real.RefIndex, off: Any) -> list[Row]:
     """The rows of QF's answerable questions, ranked in STORE with the step OFF."""
-    from nexusmem.retrieve import asks_docs, query, rerank, thesaurus
+    from nexusmem.retrieve import query, rerank
 
     rows: list[Row] = []
     for q in qf.questions:
@@ -160,10 +160,7 @@ def question_rows(qf: eval_real.QuestionFile, store: Any, index: eval_real.RefIn
                     found.covering or query.Coverage(store, found.terms),
                     found.settings,
                     question.asks,
-                    query.on_platform(store, question.platforms, head),
-                    query.kin_held(store, thesaurus.kin_strengths(found.terms.counted), head),
-                    asks_docs.score(question.text),
-                    query.text_sizes(store, head),
+                    *query.step_reads(store, question, found.terms.counted, head),
                 )
                 # The nodes the step does not move (other kinds; those a rule set back) are kept: they
                 # hold their places, as in the product.

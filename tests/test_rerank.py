@@ -56,7 +56,7 @@ def lengths(tmp_path: Path, *nodes: StoredNode) -> dict[str, rerank.Sizes]:
     """The lengths of NODES' own text as the product passes them to the step (query.text_sizes), read from
     the store read_back wrote."""
     with open_store(tmp_path / "memory.db") as store:
-        return query.text_sizes(store, [(n, 1.0) for n in nodes])
+        return query.text_sizes(store.get_many([n.id for n in nodes]))
 
 
 def test_a_narrow_fix_goes_above_a_sweeping_change_it_ties_with(tmp_path: Path) -> None:
@@ -170,9 +170,10 @@ def test_a_change_about_the_system_the_question_names_goes_above_one_it_ties_wit
     )
     head = [(n, 1.0) for n in (windows, linux, diff, section, other)]
     with open_store(tmp_path / "memory.db") as store:
-        assert query.on_platform(store, frozenset({"windows"}), head) == {windows.id, diff.id, section.id}
-        assert query.on_platform(store, frozenset({"linux"}), head) == {linux.id}
-        assert query.on_platform(store, frozenset(), head) == frozenset()
+        whole = store.get_many([n.id for n, _ in head])
+    assert query.on_platform(whole, frozenset({"windows"}), head) == {windows.id, diff.id, section.id}
+    assert query.on_platform(whole, frozenset({"linux"}), head) == {linux.id}
+    assert query.on_platform(whole, frozenset(), head) == frozenset()
     met = rerank.conditions(failure=True, names_code=False, asks="neutral")
     scored = [(linux, 1.0), (windows, 0.99)]
     found = alike(linux, windows)
@@ -222,7 +223,8 @@ def test_the_step_reads_the_lengths_of_a_nodes_own_text(tmp_path: Path) -> None:
     assert not short.body and not short.words  # read light, as ranking reads them
     head = [(n, 1.0) for n in (short, long, diff, section, command)]
     with open_store(tmp_path / "memory.db") as store:
-        sizes = query.text_sizes(store, head)
+        reads = query.step_reads(store, query.prepare("why does the parser fail?"), ["parser", "fail"], head)
+    sizes = reads.sizes
     assert sizes == {
         short.id: (7, 2, 3, 1),
         long.id: (26, 4, 7, 3),
@@ -270,8 +272,9 @@ def test_a_change_whose_message_says_what_the_question_means_goes_above_one_it_t
         assert thesaurus.kin_strengths(["folder", "directory"]) == {"dir": 20.0}
         head = [(n, 1.0) for n in (titled, bodied, plain, section)]
         with open_store(tmp_path / "memory.db") as store:
-            held = query.kin_held(store, strengths, head)
-            assert query.kin_held(store, {}, head) == {}
+            whole = store.get_many([n.id for n, _ in head])
+        held = query.kin_held(whole, strengths, head)
+        assert query.kin_held(whole, {}, head) == {}
         assert held == {titled.id: 50.0, bodied.id: 29.0, section.id: 50.0}
     finally:
         thesaurus.learned_kin.cache_clear()

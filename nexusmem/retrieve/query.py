@@ -496,21 +496,42 @@ class Question:
     platforms: frozenset[str] = frozenset()
 
 
+class StepReads(NamedTuple):
+    """What the learned last step reads of a list's first rerank.DEPTH beyond what ranking kept, in the order
+    of rerank.rerank's (and rerank.head_features') last arguments: from one read of their whole rows."""
+
+    on_platform: frozenset[str]
+    kin: dict[str, float]
+    asks_docs: float
+    sizes: dict[str, rerank.Sizes]
+
+
+def step_reads(
+    store: SearchStore, question: Question, counted: list[str], head: list[tuple[StoredNode, float]]
+) -> StepReads:
+    """What the learned last step reads of HEAD for QUESTION, whose COUNTED words' learned kin it weighs:
+    the whole rows of HEAD's commits, diffs and doc sections, read once (ranking reads nodes light)."""
+    whole = store.get_many([node.id for node, _ in head if node.kind in rerank.KINDS])
+    return StepReads(
+        on_platform(whole, question.platforms, head),
+        kin_held(whole, thesaurus.kin_strengths(counted), head),
+        asks_docs.score(question.text),
+        text_sizes(whole),
+    )
+
+
 def on_platform(
-    store: SearchStore, platforms: frozenset[str], head: list[tuple[StoredNode, float]]
+    whole: Mapping[str, StoredNode], platforms: frozenset[str], head: list[tuple[StoredNode, float]]
 ) -> frozenset[str]:
     """The ids of HEAD's commits, diffs and doc sections about one of PLATFORMS (the operating systems a
     question names, intent.platforms_named): a commit by its message and the files it changed, a diff by
-    its file's path and its patch, a section by its title. Their texts are read only for a question that
-    names one."""
+    its file's path and its patch (their WHOLE rows, by id), a section by its title."""
     if not platforms:
         return frozenset()
-    changes = store.get_many([node.id for node, _ in head if node.kind in rerank.CHANGE_KINDS])
     about: set[str] = set()
     for node, _ in head:
         if node.kind in rerank.CHANGE_KINDS:
-            whole = changes.get(node.id, node)
-            text = f"{node.title}\n{node.ref}\n{whole.body}"
+            text = f"{node.title}\n{node.ref}\n{whole.get(node.id, node).body}"
         elif node.kind == "doc_section":
             text = node.title
         else:
@@ -524,22 +545,21 @@ _KIN_WORD = re.compile(r"[a-z]+")
 
 
 def kin_held(
-    store: SearchStore, strengths: Mapping[str, float], head: list[tuple[StoredNode, float]]
+    whole: Mapping[str, StoredNode], strengths: Mapping[str, float], head: list[tuple[StoredNode, float]]
 ) -> dict[str, float]:
     """For HEAD's commits, diffs and doc sections, the sum of the STRENGTHS of the question's learned kin
-    (thesaurus.kin_strengths) that their message holds: a commit's title and body, a diff's title (its
-    commit's subject), a section's heading. What the learned last step weighs as "kin" (retrieve.rerank):
-    "hangs" in the question and "deadlock" in the message."""
+    (thesaurus.kin_strengths) that their message holds: a commit's title and body (its WHOLE row, by id), a
+    diff's title (its commit's subject), a section's heading. What the learned last step weighs as "kin"
+    (retrieve.rerank): "hangs" in the question and "deadlock" in the message."""
     if not strengths:
         return {}
-    commits = store.get_many([node.id for node, _ in head if node.kind == "git_commit"])
     out: dict[str, float] = {}
     for node, _ in head:
         if node.kind not in rerank.KINDS:
             continue
         text = node.title
         if node.kind == "git_commit":
-            text += "\n" + commits.get(node.id, node).body
+            text += "\n" + whole.get(node.id, node).body
         held = set(_KIN_WORD.findall(text.lower()))
         value = sum(strength for word, strength in strengths.items() if word in held)
         if value:
@@ -547,12 +567,10 @@ def kin_held(
     return out
 
 
-def text_sizes(store: SearchStore, head: list[tuple[StoredNode, float]]) -> dict[str, rerank.Sizes]:
-    """For HEAD's commits, diffs and doc sections, the words of their body, of their change words and of
+def text_sizes(whole: Mapping[str, StoredNode]) -> dict[str, rerank.Sizes]:
+    """For the nodes of WHOLE (whole rows, by id), the words of their body, of their change words and of
     their title, and the files a commit changed (its body's "Files:" entries with a line count, " (+"; a
-    mode-only entry has none): what the learned last step weighs of their length (retrieve.rerank).
-    Ranking reads nodes light, so their texts are read here."""
-    whole = store.get_many([node.id for node, _ in head if node.kind in rerank.KINDS])
+    mode-only entry has none): what the learned last step weighs of their length (retrieve.rerank)."""
     return {
         node.id: (
             len(node.body.split()),
@@ -1401,12 +1419,7 @@ def retrieve(
             covering,
             settings,
             question.asks,
-            on_platform(store, question.platforms, scored[: rerank.DEPTH]),
-            kin_held(
-                store, thesaurus.kin_strengths(words.counted) if learned else {}, scored[: rerank.DEPTH]
-            ),
-            asks_docs.score(question.text),
-            text_sizes(store, scored[: rerank.DEPTH]),
+            *step_reads(store, question, words.counted, scored[: rerank.DEPTH]),
         )
     bm25_ids = {node_id for node_id, _ in bm25_hits}
     lexical_extra = sum(1 for node_id, _ in cjk_hits if node_id not in bm25_ids)
