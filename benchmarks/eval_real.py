@@ -184,6 +184,7 @@ SETS = (
     "fresh92",
     "fresh93",
     "fresh94",
+    "fresh95",
     "dev2",
     "removal",
     "rst",
