@@ -70,7 +70,7 @@ def evidence(
 # project where every text sits far from the question keeps a share (.35) that a node holding one rare word
 # of a long question outscores, and a change that says in other words what a user reports ("Fix Scanner
 # that does not read entire value" for "my decoder only consumes the first byte") fell below the first
-# twenty, where the learned last step never sees it. Being the nearest is evidence of its own. Every
+# twenty, where the learned last step then never saw it. Being the nearest is evidence of its own. Every
 # labelled set (87 sets, 8,030 questions, each set answered with a question map fitted on the others;
 # docs/evaluation.md, fifty-seventh wave), MRR / R@5 .7127 / .8289 without; over the nearest five .7151 /
 # .8350 at .1 (R@1 .6202 -> .6207), .7140 / .8361 at .15; at .25, stopped after 3,215 questions, .7140 /

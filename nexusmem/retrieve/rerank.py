@@ -2,7 +2,7 @@
 
 Every rule before this one is a factor tuned by hand, one at a time, and each ran into the same wall: a
 factor that helps one kind of question costs another (docs/evaluation.md, the waves' "tried and not kept").
-What they leave is a list whose first twenty hold the answer to most questions, in an order that weighs
+What they leave is a list whose first forty hold the answer to most questions, in an order that weighs
 their evidence one way for every question. This step weighs it per question: a node's score is
 exp(w · x + h(x)), where x is what ranking already knows about it (FEATURES: its relevance relative to the
 first result, its kind, whether it is a changelog entry, the size of its change, whether its subject says
@@ -20,7 +20,7 @@ over x and the conditions met (HIDDEN): how much one feature counts depending on
 of rows can say.
 
 The weights are learned, not set: `benchmarks/learn_rerank.py` reads every labelled set's synced store,
-ranks each question with this step turned off, keeps the first twenty with these features and the labels,
+ranks each question with this step turned off, keeps the first DEPTH with these features and the labels,
 and fits w by a listwise softmax (the log-probability of the labelled answers among them) with Adam,
 pulled toward "keep the order" by an L2 term. Fitted five times with a fifth of the sets held out each
 time, over fifty-seven sets (5,270 questions; docs/evaluation.md, thirty-second wave), the held-out sets
@@ -50,10 +50,15 @@ set, the same five starts .7511 (mean) → .7539 / .7530 / .7533 / .7516 / .7529
 .864–.866), words alone .6789 → .6814; with the question map held out by fold too, .7207 → .7226 (first start;
 the third .7223; R@5 .837 → .838). Read by the hidden units too they gained as much (mean .7531) but turned
 near ties of short commits: a fix below an older rework of the same words (the fourth start; four of five with
-those commits half as long again). The tables below are fitted on all of them with the first start (--seed 0),
+those commits half as long again). The tables were then fitted on all of them with the first start (--seed 0),
 the best held out; no start keeps a mode-only commit above a commit that also made a file executable and
 changed the same script for "made run.sh executable" (they are the first two); the starts differ on such near
-ties.
+ties. Since the sixty-fourth wave the step puts the first forty in order, not twenty (DEPTH): one answer in
+ten ranked below twentieth, where the step never saw it. Fitted again on the same questions' lists kept forty
+deep: held out by set, the same five starts .7529 (mean) → .7539 / .7546 / .7552 / .7547 / .7548 (mean .7546;
+R@5 .864–.866 → .867–.868), words alone .6814 → .6842; with the question map held out by fold too,
+.7226 → .7233 (first start; the third .7245; R@5 .838 → .840–.841). The tables below are fitted on all of
+them with the third start (--seed 2), the best held out.
 
 It leaves alone what other rules decided on purpose. A question with a time cue, a named release, a name whose
 first or last change is asked for, a "what was run after X", or one about the asker's own change whose own
@@ -78,7 +83,7 @@ from nexusmem.retrieve import rank
 from nexusmem.retrieve.fuse import Evidence
 from nexusmem.store import StoredNode
 
-DEPTH = 20
+DEPTH = 40
 FEATURES = (
     "relevance",  # ln(score / the first result's score)
     "commit",
@@ -132,11 +137,11 @@ HELD = 0.99
 # One row of weights a line, so that the table reads as one.
 # fmt: off
 WEIGHTS: dict[str, tuple[float, ...]] = {
-    "always": (1.61, -0.09, -0.03, 0.16, -0.14, -0.04, 0.54, -0.02, 0.15, -0.38, 0.36, 0.38, 0.61, 0.30, 0.08, 0.47, 0.77, -0.15, -0.32, 0.22, 0.28),
-    "failure": (0.25, -0.24, 0.21, 0.03, -0.28, -0.09, -0.19, 0.01, 0.00, 0.07, -0.15, -0.05, 0.04, -0.03, 0.06, 0.04, 0.02, -0.17, -0.04, 0.23, 0.42),
-    "names_code": (0.32, 0.11, -0.03, -0.07, -0.22, -0.01, 0.12, -0.24, -0.02, -0.08, 0.17, 0.44, 0.27, 0.11, -0.16, -0.10, -0.09, -0.03, -0.19, 0.22, -0.04),
-    "usage": (0.07, 0.15, 0.00, -0.15, 0.04, 0.05, -0.88, 0.05, -0.10, 0.01, 0.16, 0.13, 0.23, 0.37, -0.20, 0.19, -0.16, -0.17, 0.40, 0.01, 0.49),
-    "history": (0.39, -0.16, 0.11, 0.06, 0.06, 0.21, -0.37, -0.29, -0.03, -0.14, 0.44, 0.20, 0.02, -0.01, -0.03, 0.05, 0.02, -0.24, -0.18, -0.29, 0.50),
+    "always": (1.59, -0.34, -0.02, 0.41, -0.09, -0.07, 0.67, -0.12, 0.15, -0.36, 0.25, 0.29, 0.65, 0.26, 0.32, 0.98, 0.74, -0.19, -0.38, 0.28, 0.25),
+    "failure": (0.27, -0.25, 0.11, 0.15, -0.32, -0.14, -0.11, 0.00, 0.01, 0.06, -0.11, -0.15, 0.03, 0.02, 0.07, 0.03, 0.01, -0.08, 0.00, 0.25, 0.41),
+    "names_code": (0.38, 0.12, 0.00, -0.12, -0.22, -0.03, 0.22, -0.20, -0.01, -0.02, 0.09, 0.41, 0.15, 0.21, -0.16, -0.02, -0.05, -0.02, -0.20, 0.15, -0.06),
+    "usage": (-0.01, 0.11, 0.00, -0.11, 0.00, 0.08, -0.82, -0.02, -0.12, 0.06, 0.12, -0.06, 0.24, 0.39, -0.23, 0.14, -0.18, -0.16, 0.29, -0.03, 0.48),
+    "history": (0.54, -0.20, 0.11, 0.09, 0.09, 0.18, -0.50, -0.17, -0.05, -0.08, 0.55, 0.35, -0.03, 0.03, -0.03, 0.00, -0.04, -0.26, -0.14, -0.26, 0.53),
 }
 # fmt: on
 # One hidden layer of tanh units over the same features and the conditions the question meets (1 or 0
@@ -145,14 +150,14 @@ WEIGHTS: dict[str, tuple[float, ...]] = {
 # in the value, then its weights over FEATURES and CONDITIONS. Learned with WEIGHTS.
 # fmt: off
 HIDDEN: tuple[tuple[float, ...], ...] = (
-    (0.57, -0.90, -0.48, -0.19, -0.89, 0.30, 1.48, -0.17, 0.33, 0.30, 0.06, -0.28, 5.55, 0.67, -0.89, 0.21, -4.39, -0.67, -0.10, 0.00, 0.00, 0.00, 0.00, 0.01, -0.09, -0.33, -0.33, 0.18),
-    (-2.00, 0.88, 0.14, 0.46, -2.45, -0.22, -2.73, 0.07, 0.90, 0.85, -0.13, 0.26, 1.40, 4.85, 0.09, -0.05, 2.05, -0.22, 0.01, 0.00, 0.00, 0.00, 0.00, 0.00, 0.08, -0.13, -0.15, -0.05),
-    (5.61, -1.35, -0.91, 0.38, 4.20, -0.87, 1.12, -0.07, -0.52, -12.50, 0.01, -0.38, -1.31, 1.05, -0.24, -0.42, 0.44, -0.31, 0.00, 0.00, 0.00, 0.00, 0.00, -0.03, 0.25, 0.01, -0.20, -0.10),
-    (2.16, 1.21, 0.87, 0.81, 0.69, -0.93, -0.26, -0.53, 0.24, -0.86, 0.03, -0.08, 1.83, -1.09, 1.16, 0.03, 0.10, -0.16, -0.17, 0.00, 0.00, 0.00, 0.00, 0.03, -0.26, 0.03, -0.19, -0.15),
-    (1.43, -1.44, 0.15, 0.33, 2.40, -0.63, 0.30, 0.08, 0.49, 0.71, 0.03, -0.08, -4.73, 0.31, -0.03, -0.08, 0.10, 0.22, -0.15, 0.00, 0.00, 0.00, 0.00, -0.02, 0.32, -0.07, 0.04, -1.14),
-    (-1.48, 1.26, -0.38, 0.36, -1.60, -0.20, 0.98, 0.07, -0.56, -1.02, 0.02, -0.04, 1.35, -1.06, 4.54, 0.01, -0.40, -0.26, 0.03, 0.00, 0.00, 0.00, 0.00, 0.00, -0.24, 0.25, 0.23, 0.11),
-    (0.37, 1.06, 1.16, -0.68, -1.71, 0.93, 0.75, -0.02, -0.26, 0.03, 0.00, 0.01, -1.42, 2.13, 1.60, -0.06, 0.16, 0.29, 0.21, 0.00, 0.00, 0.00, 0.00, -0.01, -0.14, 0.33, 0.07, -0.09),
-    (-7.80, -1.52, 0.12, 0.40, 0.55, -0.48, 1.87, 0.10, -0.25, -0.13, 0.84, 0.07, 0.36, 0.10, 0.24, -0.08, 0.14, 0.02, 0.04, 0.00, 0.00, 0.00, 0.00, -0.04, 0.14, -0.15, -0.24, -0.29),
+    (-1.35, 0.98, 0.25, 0.85, -2.59, -0.43, -2.07, 0.42, -0.30, 0.84, -0.04, 0.30, -0.92, 4.66, 0.45, -0.54, 1.21, -0.20, -0.04, 0.00, 0.00, 0.00, 0.00, -0.02, -0.02, -0.57, -0.29, -0.03),
+    (1.75, -0.95, 0.13, -0.76, 1.51, 0.56, -1.06, -0.04, 0.78, 0.58, 0.00, 0.10, -1.40, 1.65, -5.58, -0.08, 0.11, 0.08, -0.12, 0.00, 0.00, 0.00, 0.00, 0.00, 0.16, -0.34, -0.19, -0.11),
+    (-5.77, 1.30, 0.32, -0.10, -3.76, 0.87, -3.99, 0.17, 0.59, 11.65, -0.05, 0.18, 1.47, -1.03, 0.19, 0.41, 0.33, 0.29, 0.07, 0.00, 0.00, 0.00, 0.00, 0.07, 0.02, 0.16, 0.20, -0.02),
+    (1.69, -1.06, 0.23, 0.49, 1.85, -0.96, -0.18, -0.09, 0.07, 1.31, 0.07, -0.13, -1.71, -1.41, -4.16, -0.07, -0.72, 0.46, -0.15, 0.00, 0.00, 0.00, 0.00, -0.02, 0.22, -0.19, 0.05, -0.06),
+    (8.45, 1.52, -0.02, -0.68, 0.45, 0.69, -1.71, -0.09, 0.26, 0.47, -0.97, 0.03, -1.12, 1.17, -0.08, 0.06, 0.05, -0.02, -0.09, 0.00, 0.00, 0.00, 0.00, 0.17, -0.10, 0.12, 0.12, 0.29),
+    (-2.15, -1.11, -1.16, -0.55, -1.86, 0.92, -0.24, 0.47, -0.32, 0.14, 0.01, -0.04, -0.06, 0.26, -0.96, 0.28, -0.37, 0.13, 0.16, 0.00, 0.00, 0.00, 0.00, -0.02, 0.08, 0.04, 0.13, 0.37),
+    (1.76, -1.32, 0.14, 0.28, 2.28, -0.81, -0.07, 0.03, 0.60, 0.68, -0.02, 0.04, -4.92, 0.29, 0.43, -0.13, -0.19, 0.38, -0.07, 0.00, 0.00, 0.00, 0.00, -0.01, 0.42, -0.08, 0.11, -0.98),
+    (-0.21, 1.01, 0.44, -0.17, -2.12, 0.63, 0.35, -0.07, 0.11, -0.64, -0.02, -0.01, 0.75, 2.87, 5.03, 0.19, 1.22, -0.14, 0.20, 0.00, 0.00, 0.00, 0.00, 0.05, -0.22, 0.02, 0.09, 0.03),
 )
 # fmt: on
 
