@@ -185,6 +185,7 @@ SETS = (
     "fresh93",
     "fresh94",
     "fresh95",
+    "fresh96",
     "dev2",
     "removal",
     "rst",
