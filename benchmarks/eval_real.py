@@ -186,6 +186,7 @@ SETS = (
     "fresh94",
     "fresh95",
     "fresh96",
+    "fresh97",
     "dev2",
     "removal",
     "rst",
