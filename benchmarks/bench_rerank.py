@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """What ranking's learned last step (nexusmem/retrieve/rerank.py) costs a query: each question's list is
 ranked once with the step off, then the step is timed on it with what it reads: the share of the question
-each of the nodes among its first rerank.DEPTH that the step may move holds (query.Coverage: those nodes
-copied into a small in-memory index and probed once per question word, the larger part of the cost), the
-whole rows of those nodes and what is read of them (query.step_reads), and the model itself.
+each of the nodes it orders (rerank.window: the first rerank.DEPTH and the nearest by vector below them)
+that it may move holds (query.Coverage: those nodes copied into a small in-memory index and probed once per
+question word, the larger part of the cost), the whole rows of those nodes and what is read of them
+(query.step_reads), and the model itself.
 
     python benchmarks/bench_rerank.py --db STORE/.nexusmem/memory.db [--calls 200] "question" ...
 """
@@ -44,9 +45,18 @@ def main(argv: list[str] | None = None) -> int:
                     args.calls
                 ):  # a new Coverage each time: it remembers the nodes it was asked about
                     covering = query.Coverage(store, found.terms)
-                    head = found.scored[: rerank.DEPTH]
+                    head = rerank.window(found.scored, found.nearest)[0]
                     reads = query.step_reads(store, q, found.terms.counted, head)
-                    rerank.rerank(found.scored, met, found.evidence, covering, found.settings, q.asks, *reads)
+                    rerank.rerank(
+                        found.scored,
+                        met,
+                        found.evidence,
+                        covering,
+                        found.settings,
+                        q.asks,
+                        *reads,
+                        nearest=found.nearest,
+                    )
                 times.append((time.perf_counter() - start) / args.calls * 1e6)
             print(
                 f"{statistics.median(times):6.1f} µs  ({len(found.scored)} results; {', '.join(met)})  {text}"

@@ -7,9 +7,9 @@
 It reads the stores `eval_real.py --work W` synced (run that first: nothing is cloned or synced here), in
 W/<name>-<pin> or W/<set>/<name>-<pin>. Each answerable question is ranked twice with the step turned off
 (`ranking.rerank: false`): with the vectors, and by the words alone (as a store with `provider: none` or
-not embedded yet answers); when the step would apply to a list, its first rerank.DEPTH results are kept
-with the features the step computes (rerank.head_features, so what is learned is what runs) and which of
-them are a labelled answer. `--save` writes those rows; `--rows` learns from saved rows without opening a
+not embedded yet answers); when the step would apply to a list, the nodes it would order (rerank.window:
+the first rerank.DEPTH results and the nearest by vector below them) are kept with the features the step
+computes (rerank.head_features, so what is learned is what runs) and which of them are a labelled answer. `--save` writes those rows; `--rows` learns from saved rows without opening a
 store.
 
 The learned kin (thesaurus.learned, learned by learn_kin.py from these same sets) are held out too: each
@@ -57,7 +57,7 @@ T = TypeVar("T")
 @dataclass
 class Row:
     """One question: its set, its answer's rank with the step off, and (when the step applies) the features
-    and labels of its first rerank.DEPTH results."""
+    and labels of the nodes it orders (rerank.window)."""
 
     set: str
     rank: int | None
@@ -149,7 +149,7 @@ def question_rows(qf: eval_real.QuestionFile, store: Any, index: eval_real.RefIn
             at = eval_real.first_rank(ids, correct)
             question = found.question
             met = list(rerank.conditions(question.failure, question.names_code, question.asks))
-            head = found.scored[: rerank.DEPTH]
+            head = rerank.window(found.scored, found.nearest)[0]
             x: list[list[float]] | None = None
             hit: list[bool] | None = None
             moves: list[bool] | None = None
@@ -207,8 +207,8 @@ def values(np: Any, model: Model, x: Any, met: list[str]) -> Any:
 
 
 def new_rank(np: Any, row: Row, model: Model | None) -> int | None:
-    """The rank of ROW's first answer once the step with MODEL ordered its first rerank.DEPTH (None: off),
-    placed as the step places them (rerank.placement)."""
+    """The rank of ROW's first answer once the step with MODEL ordered the nodes it orders (None: off),
+    placed as the step places them (rerank.placement); an answer below them keeps the rank it had."""
     if model is None or row.x is None or row.hit is None or row.rank is None:
         return row.rank
     from nexusmem.retrieve import rerank
@@ -264,14 +264,15 @@ def fit(
 
     alone = [rerank.FEATURES.index(f) for f in (rerank.LINEAR if linear is None else linear)]
 
-    conditions, n, depth = rerank.CONDITIONS, len(rerank.FEATURES), rerank.DEPTH
+    conditions, n = rerank.CONDITIONS, len(rerank.FEATURES)
+    depth = max((len(r.x) for r in rows if r.x is not None), default=rerank.DEPTH)
     usable = []
     for r in rows:
         if r.x is None or r.hit is None:
             continue
         if any(h and m for h, m in zip(r.hit, movable_of(r))):
             usable.append(r)
-    # Every list padded to DEPTH nodes; a padded or held node is never a candidate.
+    # Every list padded to the longest (rerank.window); a padded or held node is never a candidate.
     x = np.zeros((len(usable), depth, n))
     movable = np.zeros((len(usable), depth))
     hit = np.zeros((len(usable), depth))

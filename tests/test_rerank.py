@@ -434,3 +434,54 @@ def test_ranking_rerank_is_a_validated_setting(tmp_path: Path) -> None:
     path.write_text(json.dumps({"ranking": {"rerank": "no"}}), encoding="utf-8")
     with pytest.raises(ConfigError, match="rerank"):
         config.load(path)
+
+
+def test_the_nearest_by_vector_below_the_window_join_it(tmp_path: Path) -> None:
+    """What the step orders (rerank.window): the first DEPTH, then those of the first RECRUITS of the nearest
+    by vector that rank below them, of the kinds it moves (not a shell command), in their order; the rest
+    keeps its order."""
+    docs = [node("doc_section", text=f"loader section {i}", ts=T0) for i in range(rerank.DEPTH + 20)]
+    stored = read_back(
+        tmp_path, [*docs, change("Fix the loader crash on an empty file", 6), shell_node("pytest", T0)]
+    )
+    scored = [(n, 1.0 - i / 100) for i, n in enumerate(stored)]
+    fix, command, doc = stored[-2], stored[-1], stored[rerank.DEPTH + 5]
+    nearest = (
+        command.id,
+        *[n.id for n in stored[: rerank.RECRUITS - 2]],  # already among the first DEPTH
+        fix.id,
+        doc.id,  # past the first RECRUITS of the nearest
+    )
+    head, rest = rerank.window(scored, nearest)
+    assert [n.id for n, _ in head] == [n.id for n in stored[: rerank.DEPTH]] + [fix.id]
+    assert [n.id for n, _ in rest] == [n.id for n in stored[rerank.DEPTH : -2]] + [command.id]
+    assert rerank.window(scored) == (scored[: rerank.DEPTH], scored[rerank.DEPTH :])
+
+
+def test_a_fix_nearest_by_vector_far_down_the_list_can_come_first(tmp_path: Path) -> None:
+    """A change that says in other words what the user reports ("Fix the loader crash on an empty file" for
+    "it dies when the file is blank") is nearest by vector while pages that share the question's common words
+    fill the first DEPTH: taken in from below, the step puts it first. Every node keeps a score no higher
+    than the one before it: the list stays in order for the packer and the weak-match check."""
+    docs = [node("doc_section", text=f"loader section {i}", ts=T0) for i in range(rerank.DEPTH + 20)]
+    stored = read_back(tmp_path, [*docs, change("Fix the loader crash on an empty file", 6)])
+    fix = stored[-1]
+    evidence = {n.id: Evidence(lexical=1.0 - i / 1000) for i, n in enumerate(stored)}
+    evidence[fix.id] = Evidence(semantic=0.8, cosine=0.8)
+
+    def as_ranked(n: StoredNode) -> float:  # relevance times the kind's prior: what no rule changed
+        prior = rank.kind_prior(
+            n.signal, n.kind, n.source, "neutral", fix=rank.says_fix(n.kind, n.title), post=False
+        )
+        return rank.relevance(evidence[n.id], rank.DEFAULT) * prior
+
+    scored = sorted(((n, as_ranked(n)) for n in stored), key=lambda pair: -pair[1])
+    assert scored[-1][0].id == fix.id
+    covering = lambda ids: dict.fromkeys(ids, 0.2)  # noqa: E731
+    alone = rerank.rerank(scored, ("always", "failure"), evidence, covering)
+    assert alone[-1][0].id == fix.id  # below the window, the step never sees it
+    out = rerank.rerank(scored, ("always", "failure"), evidence, covering, nearest=(fix.id,))
+    assert out[0][0].id == fix.id
+    assert sorted(n.id for n, _ in out) == sorted(n.id for n in stored)
+    scores = [s for _, s in out]
+    assert scores == sorted(scores, reverse=True)

@@ -723,6 +723,9 @@ class Retrieved:
     # The ids counts["matched"] counts (the rest of it: the word matches past the candidate cut): an item
     # linked to a ranked one that is not among them is counted when it rides along (linked_fixes).
     counted: frozenset[str] = frozenset()
+    # The ids nearest the question by vector, nearest first, above the embedder's floor: the learned last
+    # step takes the first few of them in from below (rerank.window).
+    nearest: tuple[str, ...] = ()
 
 
 def _pinned(first: list[str], pinned: list[str]) -> list[str]:
@@ -1411,6 +1414,7 @@ def retrieve(
         and question.then is None
         and not (asker and any(is_own_commit(node, asker) for node, _ in scored[: rerank.DEPTH]))
     )
+    by_vector = tuple(node_id for node_id, cosine in near.hits if cosine > near.floor)
     if settings.rerank and rerankable:
         scored = rerank.rerank(
             scored,
@@ -1419,7 +1423,8 @@ def retrieve(
             covering,
             settings,
             question.asks,
-            *step_reads(store, question, words.counted, scored[: rerank.DEPTH]),
+            *step_reads(store, question, words.counted, rerank.window(scored, by_vector)[0]),
+            nearest=by_vector,
         )
     bm25_ids = {node_id for node_id, _ in bm25_hits}
     lexical_extra = sum(1 for node_id, _ in cjk_hits if node_id not in bm25_ids)
@@ -1460,6 +1465,7 @@ def retrieve(
         released,
         listing_count,
         frozenset(counted),
+        by_vector,
     )
 
 
