@@ -9,8 +9,8 @@ W/<name>-<pin> or W/<set>/<name>-<pin>. Each answerable question is ranked twice
 (`ranking.rerank: false`): with the vectors, and by the words alone (as a store with `provider: none` or
 not embedded yet answers); when the step would apply to a list, the nodes it would order (rerank.window:
 the first rerank.DEPTH results and the nearest by vector below them) are kept with the features the step
-computes (rerank.head_features, so what is learned is what runs) and which of them are a labelled answer. `--save` writes those rows; `--rows` learns from saved rows without opening a
-store.
+computes (rerank.head_features, so what is learned is what runs) and which of them are a labelled answer.
+`--save` writes those rows; `--rows` learns from saved rows without opening a store.
 
 The learned kin (thesaurus.learned, learned by learn_kin.py from these same sets) are held out too: each
 set is ranked with the kin learned from the sets outside its fold (`--kin-folds K`, the folds `--folds`

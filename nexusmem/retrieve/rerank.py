@@ -369,13 +369,14 @@ def rerank(
     *,
     nearest: Sequence[str] = (),
 ) -> list[tuple[StoredNode, float]]:
-    """SCORED with its first DEPTH put in order by the model for a question meeting MET (see the module
-    docstring), given what the retrieval lists said of each node (EVIDENCE, by id), how much of the question
-    the nodes it may move hold (COVERING, see head_features), the question's ranking SETTINGS and what the
-    question ASKS for, which of them are about an operating system it names (ON_PLATFORM, by id) and how
-    much of its learned kin their messages hold (KIN, by id), how likely its answer is a doc section
-    (ASKS_DOCS, asks_docs.score) and how long their texts are (SIZES, by id); nodes held() in place and of
-    other kinds keep their places, and every place keeps its score."""
+    """SCORED with the nodes window() takes (its first DEPTH, and those of the first RECRUITS of NEAREST, the
+    ids nearest the question by vector, that rank below them) put in order by the model for a question
+    meeting MET (see the module docstring), given what the retrieval lists said of each node (EVIDENCE, by
+    id), how much of the question the nodes it may move hold (COVERING, see head_features), the question's
+    ranking SETTINGS and what the question ASKS for, which of them are about an operating system it names
+    (ON_PLATFORM, by id) and how much of its learned kin their messages hold (KIN, by id), how likely its
+    answer is a doc section (ASKS_DOCS, asks_docs.score) and how long their texts are (SIZES, by id); nodes
+    held() in place and of other kinds keep their places, and every place keeps its score."""
     head, rest = window(scored, nearest)
     if len(head) < 2:
         return scored
