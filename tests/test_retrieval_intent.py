@@ -2089,9 +2089,8 @@ def test_a_second_change_comes_before_the_first_ones_other_files(
     rework = "Rework the spline tolerance for curve smoothing"
     with monkeypatch.context() as m:
         m.setattr(query, "SIBLING_FACTOR", 1.0)
-        m.setattr(
-            rerank, "rerank", lambda scored, *_, **__: scored
-        )  # the rule alone, without the learned step
+        # the rule alone, without the learned step
+        m.setattr(rerank, "rerank", lambda scored, *_, **__: scored)
         assert (
             order()[:4] == [rework] * 4
         )  # without the rule, the rework's three files and its commit come first
@@ -2124,9 +2123,8 @@ def test_a_change_is_shown_by_its_commit_first_even_when_its_tests_match_better(
 
     with monkeypatch.context() as m:
         m.setattr(query, "distinct_changes", lambda scored: scored)
-        m.setattr(
-            rerank, "rerank", lambda scored, *_, **__: scored
-        )  # the rule alone, without the learned step
+        # the rule alone, without the learned step
+        m.setattr(rerank, "rerank", lambda scored, *_, **__: scored)
         assert kinds()[:2] == ["code_diff", "code_diff"]  # the case is real: two test files, no message
     shown = query_json(repo, question)["items"]
     assert [it["kind"] for it in shown[:2]] == ["git_commit", "code_diff"]
