@@ -187,6 +187,7 @@ SETS = (
     "fresh95",
     "fresh96",
     "fresh97",
+    "fresh98",
     "dev2",
     "removal",
     "rst",
