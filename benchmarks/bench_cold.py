@@ -6,7 +6,9 @@
 
 DIR holds `repo/` (synced, with `.nexusmem/`) and `home/` (NEXUSMEM_HOME, whose shell-history.jsonl the
 store's shell cursor has read), as benchmarks/bench_precheck.py builds them. BM25-DIR is the same layout on
-a store without vectors (embedding provider "none"), for the cold BM25 query; DIR is used when not given.
+a store without vectors (embedding provider "none"), for the cold BM25 query; DIR is used when not given. A
+copy of DIR becomes one by setting `embedding.provider` to "none" in its config.json and running `nexusmem
+sync` once: the sync drops the vectors, which until then are still searched (the query embeds the question).
 
 Rows:
   version        `nexusmem --version`

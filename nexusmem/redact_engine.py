@@ -50,6 +50,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from itertools import accumulate, chain
 
+from nexusmem import lazyre
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~4 ms of a cold precheck)
 if TYPE_CHECKING:
     from typing import Any
@@ -61,34 +63,6 @@ PLACEHOLDER_RE = re.compile(r"«redacted:[a-z0-9-]+»")
 # (start, end, type) of the text to replace; None when a hit turns out not to be a secret.
 Span = tuple[int, int, str]
 Handler = Callable[["re.Match[str]", str], "Span | None"]
-
-
-class _Lazy:
-    """A regex compiled on first use. Compiling all of the engine's (~230) took 45-85 ms of every process
-    that redacted anything (2-core build machine, by load); most texts can match only a few of them (see
-    _PREFILTER_MAX), and a process that redacts a few commands compiles only those."""
-
-    _METHODS = frozenset(["match", "search", "fullmatch", "finditer", "findall", "split"])
-
-    def __init__(self, source: str, flags: int = 0) -> None:
-        self.source = source
-        self.flags = flags
-        self._compiled: re.Pattern[str] | None = None
-
-    def get(self) -> re.Pattern[str]:
-        compiled = self._compiled
-        if compiled is None:
-            compiled = self._compiled = re.compile(self.source, self.flags)
-        return compiled
-
-    def __getattr__(self, name: str) -> Any:
-        """`.match`, `.search` ...: the compiled pattern's own method, kept on the instance after the first
-        call, so that later calls cost what they cost on a compiled pattern (sync calls them per hit)."""
-        if name not in _Lazy._METHODS:
-            raise AttributeError(name)
-        method = getattr(self.get(), name)
-        setattr(self, name, method)
-        return method
 
 
 _WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
@@ -115,7 +89,7 @@ _TAIL = re.compile(r"""[^\s"'`]*""")
 # unless the whole glued word looks like a password: _glued).
 _VALUE_ENDS = frozenset(",;})]|&<>")
 # A call, a generic type or an index: `hash(pw)`, `Buffer<Uint8Array>`, `env[KEY]` are code, not values.
-_CODE_SHAPE = _Lazy(r"[A-Za-z_$][\w.$]*(?:<[^<>\s]*>|\([^()\s]*\)|\[[^\[\]\s]*\])+")
+_CODE_SHAPE = lazyre.Pattern(r"[A-Za-z_$][\w.$]*(?:<[^<>\s]*>|\([^()\s]*\)|\[[^\[\]\s]*\])+")
 
 # Bare config values that are code or types, not secrets (`password: str`, `token = None`).
 _NOT_VALUES = frozenset(
@@ -142,8 +116,8 @@ _NOT_VALUES = frozenset(
         "no",
     ]
 )
-_DOTTED_NAME = _Lazy(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
-_LINE_START_KEY = _Lazy(r"[ \t+\->]*(?:(?:export|set)[ \t]+)?[\"']?")
+_DOTTED_NAME = lazyre.Pattern(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+_LINE_START_KEY = lazyre.Pattern(r"[ \t+\->]*(?:(?:export|set)[ \t]+)?[\"']?")
 _NOT_SECRET_KEY_NAMES = frozenset(
     [
         "PUBLIC_KEY",
@@ -195,7 +169,7 @@ class Rule:
     ) -> None:
         self.name = name
         self.kinds = kinds
-        self._pattern = _Lazy(pattern)
+        self._pattern = lazyre.Pattern(pattern)
         self.handler = handler
         self.lowered = lowered
         self.finder = finder
@@ -208,17 +182,17 @@ class Rule:
     @property
     def source(self) -> str:
         """The pattern's text (not compiled)."""
-        return self._pattern.source
+        return self._pattern.pattern
 
     @property
     def pattern(self) -> re.Pattern[str]:
         """The compiled pattern (compiled on first use)."""
-        return self._pattern.get()
+        return self._pattern.compiled()
 
     @property
     def fallback(self) -> re.Pattern[str]:
         """The same pattern with IGNORECASE, for the rare text whose lower() changes its length."""
-        return _ignorecase(self._pattern.source)
+        return _ignorecase(self._pattern.pattern)
 
 
 _IGNORECASE_CACHE: dict[str, re.Pattern[str]] = {}
@@ -303,7 +277,7 @@ def _is_reference(value: str) -> bool:
     )
 
 
-_CAPS_WORD = _Lazy(r"[A-Z][A-Z_]{0,24}")
+_CAPS_WORD = lazyre.Pattern(r"[A-Z][A-Z_]{0,24}")
 
 
 # Values that stand for a secret in docs and samples; redacting them would hide nothing, keeping them keeps
@@ -329,7 +303,7 @@ _PLACEHOLDERS = frozenset(
         "mypassword",
     ]
 )
-_PLACEHOLDER_SHAPE = _Lazy(r"(?i)(?:your|my|insert|enter|put)[-_][\w-]*|[\w-]*[-_]here")
+_PLACEHOLDER_SHAPE = lazyre.Pattern(r"(?i)(?:your|my|insert|enter|put)[-_][\w-]*|[\w-]*[-_]here")
 
 
 def _is_path(value: str) -> bool:
@@ -344,7 +318,7 @@ def _is_path(value: str) -> bool:
     return not any(_RANDOM_SEGMENT.search(part) for part in value.split("/"))
 
 
-_RANDOM_SEGMENT = _Lazy(r"^(?=.*[a-z])(?=.*[A-Z])(?=.*\d)[A-Za-z0-9+=]{12,}$")
+_RANDOM_SEGMENT = lazyre.Pattern(r"^(?=.*[a-z])(?=.*[A-Z])(?=.*\d)[A-Za-z0-9+=]{12,}$")
 
 
 def _plain_value(value: str) -> bool:
@@ -361,13 +335,13 @@ def _plain_value(value: str) -> bool:
 
 # A version or a version range (`^9.0.0`, `~2.1.0`, `>=1.4`, `v18.6.1`, `5.0.2-beta.1`): a lockfile's value for
 # a package named like a secret (`"jsonwebtoken": "^9.0.0"`, `registry-auth-token: 5.0.2`).
-_VERSION = _Lazy(
+_VERSION = lazyre.Pattern(
     r"(?:[\^~=v]|[<>]=?)*\d+(?:\.\d+){1,3}"
     r"(?:-(?:alpha|beta|rc|pre|preview|dev|next|canary|snapshot|SNAPSHOT)(?:[.-]?\d{1,4})?)?"
 )
 
 
-_IDENTIFIER_PART = _Lazy(r"[A-Za-z]+\d{0,2}|\d{1,2}")
+_IDENTIFIER_PART = lazyre.Pattern(r"[A-Za-z]+\d{0,2}|\d{1,2}")
 
 
 def _identifier_like(value: str) -> bool:
@@ -381,10 +355,10 @@ def _identifier_like(value: str) -> bool:
     return not words or sum(map(len, words)) >= 3 * len(words)
 
 
-_CAMEL_WORD = _Lazy(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
+_CAMEL_WORD = lazyre.Pattern(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
 
 
-_SEPARATORS = _Lazy(r"[_.\-/:]")
+_SEPARATORS = lazyre.Pattern(r"[_.\-/:]")
 
 
 def _looks_random(value: str) -> bool:
@@ -448,9 +422,9 @@ def _value(kind: str | Callable[[re.Match[str], str], str]) -> Handler:
     return handle
 
 
-_PEM_BEGIN = _Lazy(r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY( BLOCK)?-----")
-_PEM_END = _Lazy(r"-----END[A-Z0-9 ]{0,40}PRIVATE KEY( BLOCK)?-----")
-_PEM_BODY = _Lazy(r"[A-Za-z0-9+/=\s\\:,.-]{0,16384}")
+_PEM_BEGIN = lazyre.Pattern(r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY( BLOCK)?-----")
+_PEM_END = lazyre.Pattern(r"-----END[A-Z0-9 ]{0,40}PRIVATE KEY( BLOCK)?-----")
+_PEM_BODY = lazyre.Pattern(r"[A-Za-z0-9+/=\s\\:,.-]{0,16384}")
 _PEM_WINDOW = 65536
 
 
@@ -487,9 +461,11 @@ def _private_keys(text: str) -> Iterator[Span]:
 # line's indentation is not stepped back through (the pass over the benchmark's mix: 1.2x the time it took
 # without indentation, 1.7x with a plain `*`).
 _INDENT = r"[ \t]*+" if sys.version_info >= (3, 11) else r"[ \t]*"
-_KEY_LINE = _Lazy(r"\n(?:[+-]|@@ [^\n@]*@@ )?" + _INDENT + r"[A-Za-z0-9+/]{60,76}={0,2}\r?(?=\n|$)")
-_KEY_FIRST_LINE = _Lazy(r"(?:[+-]|@@ [^\n@]*@@ )?" + _INDENT + r"[A-Za-z0-9+/]{60,76}={0,2}\r?(?=\n|$)")
-_KEY_TAIL_LINE = _Lazy(r"(?:[+-]|@@ [^\n@]*@@ )?" + _INDENT + r"[A-Za-z0-9+/]{4,76}={0,2}\r?")
+_KEY_LINE = lazyre.Pattern(r"\n(?:[+-]|@@ [^\n@]*@@ )?" + _INDENT + r"[A-Za-z0-9+/]{60,76}={0,2}\r?(?=\n|$)")
+_KEY_FIRST_LINE = lazyre.Pattern(
+    r"(?:[+-]|@@ [^\n@]*@@ )?" + _INDENT + r"[A-Za-z0-9+/]{60,76}={0,2}\r?(?=\n|$)"
+)
+_KEY_TAIL_LINE = lazyre.Pattern(r"(?:[+-]|@@ [^\n@]*@@ )?" + _INDENT + r"[A-Za-z0-9+/]{4,76}={0,2}\r?")
 _KEY_RUN = 3  # consecutive lines: one or two such lines are a hash or a long identifier
 
 
@@ -512,9 +488,9 @@ def _key_bodies(text: str) -> Iterator[Span]:
         run_start, run_end, lines = start, end, 1
     if lines >= _KEY_RUN and _random_run(text, run_start, run_end):
         yield (run_start, run_end, "private-key")
-    for end in _PEM_END.finditer(text) if "-----END" in text else ():
-        line_start = text.rfind("\n", 0, end.start()) + 1
-        if text[line_start : end.start()].strip(" \t+-"):
+    for footer in _PEM_END.finditer(text) if "-----END" in text else ():
+        line_start = text.rfind("\n", 0, footer.start()) + 1
+        if text[line_start : footer.start()].strip(" \t+-"):
             continue  # the END line holds more than a diff's marker
         top = line_start
         while top > 0:
@@ -523,7 +499,7 @@ def _key_bodies(text: str) -> Iterator[Span]:
                 break
             top = above
         if top < line_start:
-            yield (top, end.end(), "private-key")
+            yield (top, footer.end(), "private-key")
 
 
 def _random_run(text: str, start: int, end: int) -> bool:
@@ -693,9 +669,9 @@ def _in_string(text: str, start: int, quote: str) -> bool:
 
 # What follows a key's closing quote when the key holds its separator (`"password:"`): a separator and a
 # value, as after `"password"` (_ASSIGN_SEP's quote, then its separator).
-_AFTER_KEY_STRING = _Lazy(r"""(?P<q>["'])(?P<sep>[ \t]*[:=](?!=)[ \t]*)""" + _ASSIGN_VALUE)
+_AFTER_KEY_STRING = lazyre.Pattern(r"""(?P<q>["'])(?P<sep>[ \t]*[:=](?!=)[ \t]*)""" + _ASSIGN_VALUE)
 # A word after that quote and a blank (`"password:" Kx9mQ2vLp8`).
-_WORD_AFTER_KEY_STRING = _Lazy(r"""[ \t]+(?P<v>[A-Za-z0-9][^\s"'`;|&<>()\[\]{}]*)""")
+_WORD_AFTER_KEY_STRING = lazyre.Pattern(r"""[ \t]+(?P<v>[A-Za-z0-9][^\s"'`;|&<>()\[\]{}]*)""")
 
 
 def _word_after_key_string(text: str, start: int, accept: Callable[[int, int], Span | None]) -> Span | None:
@@ -721,7 +697,7 @@ def _word_after_key_string(text: str, start: int, accept: Callable[[int, int], S
 # message), and a prompt's line is where the regex starts, so no text without a prompt pays for it. A bytes
 # or unicode prefix (`b"V"`) is allowed; a variable or an expression (`sendline(pw)`, `os.environ["PW"]`)
 # matches nothing. Prose after the prompt (`Check for "password:" as the prompt`) is not the rest of a call.
-_PROMPT_ANSWER = _Lazy(
+_PROMPT_ANSWER = lazyre.Pattern(
     r"[ \t]*(?:[,+][ \t]*"
     r"|(?:[^\n\"'`;{}]{0,80}[;{][ \t]*"
     r"|(?:[,)\]][^\n\"'`;{}]{0,80})?(?:[;{][ \t]*)?\r?\n[+-]?[ \t]*)"
@@ -730,10 +706,10 @@ _PROMPT_ANSWER = _Lazy(
     r"[bBuU]?(?P<v>\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*')"
 )
 # The line end an answer is sent with (`"V\r"`, `"V\n"`): the program's, not the password's.
-_SENT_LINE_END = _Lazy(r"(?:\\[rn])+$")
+_SENT_LINE_END = lazyre.Pattern(r"(?:\\[rn])+$")
 # Another prompt in a list of prompts (`["password:", "Password:"]`, `"[Pp]assphrase"`, `"(?i)login"`): one
 # that ends as a prompt does, or a regex's class of a letter's two cases, its case flag or `.*`.
-_PROMPT_SHAPE = _Lazy(r"[:?]$|\[[A-Za-z]{2}\]|\(\?i\)|\.\*")
+_PROMPT_SHAPE = lazyre.Pattern(r"[:?]$|\[[A-Za-z]{2}\]|\(\?i\)|\.\*")
 
 
 def _prompt_answer(text: str, start: int, accept: Callable[[int, int], Span | None]) -> Span | None:
@@ -819,7 +795,7 @@ def _named_in_prose(value: str) -> bool:
 # Words and numbers (both cases and a digit present) run together or joined by `-`, `_` or `.`, the digits
 # anywhere (`Monkey42`, `Hunter2-Zeta-55`, `Hunter2-Zeta.07`); one way to read any text (a separator between
 # repeats), so a long word that fails is read once, not in every way it splits.
-_WORDS_AND_NUMBER = _Lazy(
+_WORDS_AND_NUMBER = lazyre.Pattern(
     r"(?=[^a-z]*[a-z])(?=[^A-Z]*[A-Z])(?=[^0-9]*[0-9])[A-Za-z0-9]+(?:[-_.][A-Za-z0-9]+)*"
 )
 
@@ -898,16 +874,16 @@ def _spaced_assignment(
 
 
 _NPMRC_KEYS = frozenset(["_auth", "_authtoken", "_password"])
-_DASH_PASS_FLAG = _Lazy(r"-[a-z]*pass(?:word)?")
+_DASH_PASS_FLAG = lazyre.Pattern(r"-[a-z]*pass(?:word)?")
 # `machine HOST login USER password X`, `default login USER password X` (the password ends the prefix).
-_NETRC_LINE = _Lazy(
+_NETRC_LINE = lazyre.Pattern(
     r"(?:^|[\s'\"`+-])(?:machine[ \t]+\S+|default)(?:[ \t]+(?:login|account)[ \t]+\S+)*[ \t]+$"
 )
 
 
-_ENV_NAME = _Lazy(r"[A-Za-z][A-Za-z0-9_]*")
-_TYPE_NAME = _Lazy(r"[A-Z][a-z]+(?:[A-Z][a-z]*)*")
-_AWS_SECRET = _Lazy(r"[A-Za-z0-9/+=]{30,}")
+_ENV_NAME = lazyre.Pattern(r"[A-Za-z][A-Za-z0-9_]*")
+_TYPE_NAME = lazyre.Pattern(r"[A-Z][a-z]+(?:[A-Z][a-z]*)*")
+_AWS_SECRET = lazyre.Pattern(r"[A-Za-z0-9/+=]{30,}")
 
 
 def _flag_kind(m: re.Match[str], text: str) -> str:
@@ -1049,7 +1025,7 @@ _PROSE_WORDS = frozenset(
         "optional",
     ]
 )
-_METAVARIABLE = _Lazy(r"[A-Z][A-Z0-9_]{0,24}|<[^>]*>|\[[^\]]*\]")
+_METAVARIABLE = lazyre.Pattern(r"[A-Z][A-Z0-9_]{0,24}|<[^>]*>|\[[^\]]*\]")
 
 
 def _auth_header(m: re.Match[str], text: str) -> Span | None:
@@ -1079,7 +1055,7 @@ def _bearer(m: re.Match[str], text: str) -> Span | None:
 
 
 # A date, a time or a version spelled with `_` or `-`: what code and logs put after the word Bearer.
-_DATE_OR_VERSION = _Lazy(
+_DATE_OR_VERSION = lazyre.Pattern(
     r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
     r"|v?\d+(?:[._-]\d+){1,3}(?:[._-]?(?:alpha|beta|rc|pre|preview|dev|next|canary|snapshot)(?:[._-]?\d{1,4})?)?"
 )
@@ -1113,9 +1089,9 @@ def _camel_identifier(value: str) -> bool:
     )
 
 
-_CAMEL_SHAPE = _Lazy(r"[A-Za-z]+(?:\d{1,2}[A-Za-z]+)?\d{0,2}")
-_CONSONANTS = _Lazy(r"(?i)[^aeiouy]{5}")
-_VOWEL = _Lazy(r"(?i)[aeiouy]")
+_CAMEL_SHAPE = lazyre.Pattern(r"[A-Za-z]+(?:\d{1,2}[A-Za-z]+)?\d{0,2}")
+_CONSONANTS = lazyre.Pattern(r"(?i)[^aeiouy]{5}")
+_VOWEL = lazyre.Pattern(r"(?i)[aeiouy]")
 
 
 def _cookies(text: str) -> Iterator[Span]:
@@ -1182,11 +1158,11 @@ def _cookie_values(text: str, pos: int) -> Iterator[Span]:
 
 # An analytics id (`_ga=GA1.2.1234567890.1600000000`, GA4's `GS1.1.…`, Meta's `_fbp=fb.1.…`): a client's
 # random number and a timestamp, which log no one in.
-_ANALYTICS_ID = _Lazy(r"(?:GA|GS|fb)\d?(?:\.\d+){2,9}")
-_COOKIE_SEP = _Lazy(r"[\"']?[ \t]*[:=][ \t]*[\"'`]?")
-_COOKIE_FLAG = _Lazy(r"[ \t]+[\"']?")
-_CURL_COOKIE_FLAG = _Lazy(r"-[A-Za-z]*b(?:[ \t]+[\"']?|[\"'])")
-_COOKIE_PAIR = _Lazy(r"[ \t]*[^\s=;,\"'`]{1,128}=(?P<q>\"?)(?P<v>[^\s;\"'`]{0,4096})(?P=q)")
+_ANALYTICS_ID = lazyre.Pattern(r"(?:GA|GS|fb)\d?(?:\.\d+){2,9}")
+_COOKIE_SEP = lazyre.Pattern(r"[\"']?[ \t]*[:=][ \t]*[\"'`]?")
+_COOKIE_FLAG = lazyre.Pattern(r"[ \t]+[\"']?")
+_CURL_COOKIE_FLAG = lazyre.Pattern(r"-[A-Za-z]*b(?:[ \t]+[\"']?|[\"'])")
+_COOKIE_PAIR = lazyre.Pattern(r"[ \t]*[^\s=;,\"'`]{1,128}=(?P<q>\"?)(?P<v>[^\s;\"'`]{0,4096})(?P=q)")
 
 
 def _header(m: re.Match[str], text: str) -> Span | None:
@@ -1231,7 +1207,7 @@ _STRONG_HEADER_WORDS = (
 def _lookback(kind: str, before: str, reach: tuple[int, int], ahead: str = "") -> Handler:
     """A token whose literal is in its middle (`Q~`, `_mmk`, `.atlasv1.`): the part before the hit must
     fullmatch BEFORE, REACH[0] to REACH[1] characters long, and start on a word boundary."""
-    pattern = _Lazy(before)
+    pattern = lazyre.Pattern(before)
 
     def handle(m: re.Match[str], text: str) -> Span | None:
         hit = m.start()
@@ -1301,7 +1277,7 @@ def _fish_set(m: re.Match[str], text: str) -> Span | None:
     return span
 
 
-_STRONG_NAME = _Lazy(r"PASSWORD|PASSWD|PASSPHRASE|SECRET|TOKEN|API_?KEY|PRIVATE_?KEY|_PWD$|_PASS$")
+_STRONG_NAME = lazyre.Pattern(r"PASSWORD|PASSWD|PASSPHRASE|SECRET|TOKEN|API_?KEY|PRIVATE_?KEY|_PWD$|_PASS$")
 
 
 def _xml_element(m: re.Match[str], text: str) -> Span | None:
@@ -1357,7 +1333,7 @@ def _sk_key(m: re.Match[str], text: str) -> Span | None:
 # `git log -p`, `docker run -p 8080:80`, `psql -p 5432`) is not.
 # What may precede a command name: a separator, a path, a quote (`bash -c '...'`) or a diff line's marker.
 _CMD_BOUNDARY = frozenset(" \t\n\r/;|&(+\"'`-")
-_ATTACHED_TOOLS = _Lazy(
+_ATTACHED_TOOLS = lazyre.Pattern(
     r"(?:mysql[a-z]*|mariadb[a-z-]*|sshpass|(?:docker|podman|nerdctl|buildah|skopeo|oras)[ \t]+login"
     r"|helm[ \t]+registry[ \t]+login)[ \t]"
 )
@@ -1373,16 +1349,16 @@ _ATTACHED_NAMES = (
     "oras",
     "helm",
 )
-_SPACED_TOOLS = _Lazy(
+_SPACED_TOOLS = lazyre.Pattern(
     r"(?:sshpass|(?:docker|podman|nerdctl|buildah|skopeo|oras|az)[ \t]+login|helm[ \t]+registry[ \t]+login)[ \t]"
 )
 # Every tool above has one of these in its name or its `login `: 5 finds rule out a text (`docker run -p`,
 # `mkdir -p`) before the 18 finds of the tool names (they were ~1/10 of redaction time on the benchmark mix).
 _PASSWORD_TOOL_WORDS = ("mysql", "mariadb", "sshpass", "login ", "login\t")
 _SPACED_NAMES = ("sshpass", "docker", "podman", "nerdctl", "buildah", "skopeo", "oras", "helm", "az")
-_CURL = _Lazy(r"curl[ \t]")
-_GH_SECRET_SET = _Lazy(r"gh[ \t]+secret[ \t]+set[ \t]")
-_LDAP = _Lazy(r"ldap(?:search|modify|add|delete|whoami|passwd|compare|modrdn|exop|url)[ \t]")
+_CURL = lazyre.Pattern(r"curl[ \t]")
+_GH_SECRET_SET = lazyre.Pattern(r"gh[ \t]+secret[ \t]+set[ \t]")
+_LDAP = lazyre.Pattern(r"ldap(?:search|modify|add|delete|whoami|passwd|compare|modrdn|exop|url)[ \t]")
 _LDAP_NAMES = (
     "ldapsearch",
     "ldapmodify",
@@ -1395,10 +1371,10 @@ _LDAP_NAMES = (
     "ldapexop",
     "ldapurl",
 )
-_REDIS_CLI = _Lazy(r"redis-cli[ \t]")
+_REDIS_CLI = lazyre.Pattern(r"redis-cli[ \t]")
 
 
-def _command_before(text: str, end: int, reach: int, names: tuple[str, ...], pattern: _Lazy) -> bool:
+def _command_before(text: str, end: int, reach: int, names: tuple[str, ...], pattern: lazyre.Pattern) -> bool:
     """Whether a command matching PATTERN (starting with one of NAMES, after a separator, a path, a quote
     or a diff marker) begins in the shell segment that ends at END (at most REACH characters back)."""
     starts = _command_starts(text, names, pattern)
@@ -1414,7 +1390,7 @@ def _command_before(text: str, end: int, reach: int, names: tuple[str, ...], pat
 _STARTS_CACHE: dict[int, tuple[str, list[int]]] = {}
 
 
-def _command_starts(text: str, names: tuple[str, ...], pattern: _Lazy) -> list[int]:
+def _command_starts(text: str, names: tuple[str, ...], pattern: lazyre.Pattern) -> list[int]:
     cached = _STARTS_CACHE.get(id(pattern))
     if cached is not None and cached[0] is text:
         return cached[1]
@@ -1445,7 +1421,7 @@ def _tool_dash_p(m: re.Match[str], text: str) -> Span | None:
     return _value_span(text, m.start("v"), m.end("v"), "password")
 
 
-def _run_by(start: int, text: str, names: tuple[str, ...], tool: _Lazy) -> bool:
+def _run_by(start: int, text: str, names: tuple[str, ...], tool: lazyre.Pattern) -> bool:
     """Whether the flag at START (after a space, or after a quote after a space: `shlex.join` quotes
     `'-pX#9'`, as an agent's argument list reaches us) belongs to a command of NAMES (matching TOOL) in its
     segment."""
@@ -1454,7 +1430,7 @@ def _run_by(start: int, text: str, names: tuple[str, ...], tool: _Lazy) -> bool:
     return start > 0 and text[start - 1].isspace() and _command_before(text, start, 300, names, tool)
 
 
-def _after_tool(names: tuple[str, ...], tool: _Lazy) -> Handler:
+def _after_tool(names: tuple[str, ...], tool: lazyre.Pattern) -> Handler:
     """A handler keeping the value of a flag only when one of NAMES (matching TOOL) runs it."""
 
     def handler(m: re.Match[str], text: str) -> Span | None:
@@ -1471,22 +1447,22 @@ _redis_dash_a = _after_tool(("redis-cli",), _REDIS_CLI)
 
 # Single-letter password flags that mean a password only after their own tool, in the same command:
 # `zip -P X`, `7z a -pX`, `openssl enc -k X`, `smbclient -U user%X`.
-_ZIP = _Lazy(r"(?:zip|unzip|zipcloak)[ \t]")
-_SEVEN_ZIP = _Lazy(r"7z[arz]?[ \t]")
-_OPENSSL = _Lazy(r"openssl[ \t]")
-_SMB = _Lazy(r"(?:smbclient|rpcclient|smbcacls|smbget|net)[ \t]")
+_ZIP = lazyre.Pattern(r"(?:zip|unzip|zipcloak)[ \t]")
+_SEVEN_ZIP = lazyre.Pattern(r"7z[arz]?[ \t]")
+_OPENSSL = lazyre.Pattern(r"openssl[ \t]")
+_SMB = lazyre.Pattern(r"(?:smbclient|rpcclient|smbcacls|smbget|net)[ \t]")
 _SMB_NAMES = ("smbclient", "rpcclient", "smbcacls", "smbget", "net")
 
 
 # `echo SECRET |` or `printf 'FORMAT' SECRET |` right before a `sudo -S` (found from the sudo: `echo` is
 # everywhere, `-S` rare), or a here-string after it (`sudo -S cmd <<< SECRET`).
-_ECHOED = _Lazy(
+_ECHOED = lazyre.Pattern(
     r"(?:^|[\s;&(+`])(?:echo(?:[ \t]+-[neE]+)?|printf(?:[ \t]+--)?(?:[ \t]+(?:'[^'\n]*'|\"[^\"\n]*\"))?)[ \t]+\$?"
     + _SHELL_VALUE
     + r"[ \t]*\|[ \t]*$"
 )
 # `sudo -S cmd 2>&1 <<< SECRET`: a redirection's `&` does not end the command.
-_HERE_STRING = _Lazy(r"(?:[^\n;|&]|[0-9]*>&[0-9-]*)*?<<<[ \t]*\$?" + _SHELL_VALUE)
+_HERE_STRING = lazyre.Pattern(r"(?:[^\n;|&]|[0-9]*>&[0-9-]*)*?<<<[ \t]*\$?" + _SHELL_VALUE)
 
 
 def _smb_password(m: re.Match[str], text: str) -> Span | None:
@@ -1504,7 +1480,7 @@ def _smb_password(m: re.Match[str], text: str) -> Span | None:
     return (v0, v1, "password") if v1 > v0 and not _is_reference(text[v0:v1]) else None
 
 
-_SMB_WORD = _Lazy(r"""[^\s"'`;|&<>)]*""")
+_SMB_WORD = lazyre.Pattern(r"""[^\s"'`;|&<>)]*""")
 
 
 def _echoed(text: str, start: int, end: int) -> tuple[int, int] | None:
@@ -1579,7 +1555,7 @@ def _sas_signature(m: re.Match[str], text: str) -> Span | None:
     return (m.start("v"), m.end("v"), "azure-key")
 
 
-_SAS_FIELDS = _Lazy(r"[?&](?:sv|se|sp|sr|spr|srt)=")
+_SAS_FIELDS = lazyre.Pattern(r"[?&](?:sv|se|sp|sr|spr|srt)=")
 
 
 def _url_user_token(m: re.Match[str], text: str) -> Span | None:
@@ -1609,10 +1585,10 @@ def _base64_private_key(m: re.Match[str], text: str) -> Span | None:
 # at line starts only (a match always spans its whole line): unanchored, every position of a long line that
 # says "base64" and decodes nothing started a scan to its end, and a 550 KB line of inlined wasm (gdamore/
 # tcell's `data:application/wasm;base64,…`) took hours.
-_DECODE_LINE = _Lazy(
+_DECODE_LINE = lazyre.Pattern(
     r"^[^\n]*\bbase64\b[^\n]*?[ \t](?:-[A-Za-z0-9]*[dD][A-Za-z0-9]*|--decode)\b[^\n]*", re.MULTILINE
 )
-_B64_WORD = _Lazy(r"(?<![A-Za-z0-9+/=_.-])[A-Za-z0-9+/]{16,}={0,2}(?![A-Za-z0-9+/=_.-])")
+_B64_WORD = lazyre.Pattern(r"(?<![A-Za-z0-9+/=_.-])[A-Za-z0-9+/]{16,}={0,2}(?![A-Za-z0-9+/=_.-])")
 
 
 # A basic-auth pair once decoded (`user:Sup3rS3cret!`): what `Authorization: Basic …` and registries hold;
@@ -1650,11 +1626,11 @@ def _decoded_secrets(text: str) -> Iterator[Span]:
 # A field is at most 256 characters (a host name 253, a database or role name 63): unbounded, each start
 # on a long run of other characters (the `+` and `/` of a 200 KB base64 line) scanned to the run's end.
 _PGPASS_FIELD = r"(?:\\.|[^\s:'\"\\]){1,256}"
-_PGPASS_ENTRY = _Lazy(
+_PGPASS_ENTRY = lazyre.Pattern(
     rf"(?<![\w.:\\-])(?P<q>['\"]?){_PGPASS_FIELD}:(?:\*|\d{{1,5}}):{_PGPASS_FIELD}:{_PGPASS_FIELD}:"
     r"(?P<v>(?:\\.|[^\s'\"\\])(?:\\.|[^\n'\"\\])*)"
 )
-_PGPASS_HEREDOC = _Lazy(r"(?<!<)<<(?!<)-?[ \t]*(?P<q>['\"]?)(?P<end>[A-Za-z_][\w-]*)(?P=q)")
+_PGPASS_HEREDOC = lazyre.Pattern(r"(?<!<)<<(?!<)-?[ \t]*(?P<q>['\"]?)(?P<end>[A-Za-z_][\w-]*)(?P=q)")
 
 
 def _pgpass_password(text: str, m: re.Match[str], line_end: int) -> Span | None:
@@ -1906,8 +1882,8 @@ def _wrapped(literal: str, body: str, handler: Handler) -> tuple[str, Handler]:
     run = f"{alphabet}{{1,{longest}}}"
     lines = f"(?:{run}\\r?\\n){{0,{_WRAP_LINES - 1}}}"
     cut = f"(?P<cut>{alphabet}{{0,{longest}}}\\r?\\n{lines}{run}(?!{alphabet}))"
-    whole = [(_Lazy(fmt), kind) for fmt, kind in formats]
-    plain = _Lazy(re.escape(literal) + body)
+    whole = [(lazyre.Pattern(fmt), kind) for fmt, kind in formats]
+    plain = lazyre.Pattern(re.escape(literal) + body)
 
     def handle(m: re.Match[str], text: str) -> Span | None:
         if m.group("cut") is None:
@@ -1921,7 +1897,7 @@ def _wrapped(literal: str, body: str, handler: Handler) -> tuple[str, Handler]:
     return f"(?:{cut}|(?:{body}))", handle
 
 
-def _rejoined(m: re.Match[str], text: str, formats: list[tuple[_Lazy, str]]) -> Span | None:
+def _rejoined(m: re.Match[str], text: str, formats: list[tuple[lazyre.Pattern, str]]) -> Span | None:
     """The span of a token cut at the end of its line whose next lines' runs complete one of FORMATS
     exactly, or None (whole on its first line, fewer than _WRAP_HEAD characters of it there, or not
     completed)."""
@@ -1985,7 +1961,7 @@ PATTERNS: tuple[Rule, ...] = (
     Rule(
         "private-key",
         ("private-key",),
-        _PEM_BEGIN.source,
+        _PEM_BEGIN.pattern,
         _no_handler,
         finder=_private_keys,
         literal="-----BEGIN",
@@ -1993,7 +1969,7 @@ PATTERNS: tuple[Rule, ...] = (
     Rule(
         "private-key-body",
         ("private-key",),
-        _KEY_LINE.source,
+        _KEY_LINE.pattern,
         _no_handler,
         finder=_key_bodies,
         literal="\n",
@@ -2001,22 +1977,24 @@ PATTERNS: tuple[Rule, ...] = (
     Rule(
         "base64-decoded",
         ("encoded-secret",),
-        _DECODE_LINE.source,
+        _DECODE_LINE.pattern,
         _no_handler,
         finder=_decoded_secrets,
         literal="base64",
     ),
-    Rule("pgpass", ("password",), _PGPASS_ENTRY.source, _no_handler, finder=_pgpass_lines, literal=".pgpass"),
+    Rule(
+        "pgpass", ("password",), _PGPASS_ENTRY.pattern, _no_handler, finder=_pgpass_lines, literal=".pgpass"
+    ),
     Rule(
         "cookie",
         ("cookie",),
-        _COOKIE_PAIR.source,
+        _COOKIE_PAIR.pattern,
         _no_handler,
         lowered=True,
         finder=_cookies,
         literal="cookie",
     ),
-    Rule("curl-cookie", ("cookie",), _COOKIE_PAIR.source, _no_handler, finder=_curl_cookies, literal="curl"),
+    Rule("curl-cookie", ("cookie",), _COOKIE_PAIR.pattern, _no_handler, finder=_curl_cookies, literal="curl"),
     # Self-identifying tokens (prefix + body).
     *_TOKEN_RULES,
     _rule(
@@ -2315,7 +2293,7 @@ KINDS: tuple[str, ...] = tuple(sorted({kind for rule in PATTERNS for kind in rul
 # ------------------------------------------------------------------------------------------------- engine
 
 
-def _memchr_pattern(rule: Rule) -> _Lazy:
+def _memchr_pattern(rule: Rule) -> lazyre.Pattern:
     """RULE's pattern written so that re sees a one-character literal prefix (found with memchr): the rest
     of the literal goes in an alternation with an empty-failing branch, `p(?:ass|(?!))...`. With the whole
     literal as prefix re would use its slower multi-character prefix search (measured 20x slower)."""
@@ -2325,10 +2303,10 @@ def _memchr_pattern(rule: Rule) -> _Lazy:
     escaped = re.escape(literal)
     head = re.escape(literal[0]) + "(?:" + re.escape(literal[1:]) + "|(?!))"
     if source.startswith(escaped):
-        return _Lazy(head + source[len(escaped) :], flags)
+        return lazyre.Pattern(head + source[len(escaped) :], flags)
     group = f"(?P<w>{literal})"
     if source.startswith(group):  # the assignment rules capture their word
-        return _Lazy(f"(?P<w>{head})" + source[len(group) :], flags)
+        return lazyre.Pattern(f"(?P<w>{head})" + source[len(group) :], flags)
     return rule._pattern
 
 
@@ -2693,7 +2671,7 @@ def _hits(text: str, prefilter: bool | None) -> list[_Hit]:
                     if checked and rule.literal not in source:
                         continue
                     lazy = _CONTEXT_PASS[id(rule)]
-                    for m in (lazy._compiled or lazy.get()).finditer(source, start):
+                    for m in lazy.finditer(source, start):
                         if not _handle(rule, priority, m, text, gates, hits):
                             break
     return hits
@@ -2766,8 +2744,8 @@ def rules_fingerprint() -> str:
             return {"set": sorted((plain(v) for v in value), key=json.dumps)}
         if isinstance(value, dict):
             return {"dict": sorted(([plain(k), plain(v)] for k, v in value.items()), key=json.dumps)}
-        if isinstance(value, _Lazy):
-            return {"re": plain(value.source), "flags": value.flags}
+        if isinstance(value, lazyre.Pattern):
+            return {"re": plain(value.pattern), "flags": value.flags}
         if isinstance(value, re.Pattern):
             return {"re": plain(value.pattern), "flags": value.flags}
         if isinstance(value, Rule):

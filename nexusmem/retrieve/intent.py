@@ -15,11 +15,12 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from nexusmem import lazyre
 from nexusmem.sources.shell.launchers import command_start
 
 Intent = Literal["usage", "history", "neutral"]
 
-_USAGE = re.compile(
+_USAGE = lazyre.compile(
     r"\b(how (do|can|should|would|could) (i|we|you|one)|how to|is there|are there|is it possible|"
     r"can (i|we|you)|should (i|we)|do (i|we) (need|have to)|"
     r"what('s| is) the (best|recommended|right|correct) way|what (does|do) .{1,60}\b(do|mean)|how does|"
@@ -48,7 +49,7 @@ _USAGE = re.compile(
     r"\bhow\s*\?\s*$",
     re.IGNORECASE,
 )
-_HISTORY = re.compile(
+_HISTORY = lazyre.compile(
     r"\b(when (did|was|were|has|have)|where (did|was|were)|what happened|why (did|was|were)|"
     r"how (was|were|did) .{1,80}\b(fixed|added|changed|removed|solved|resolved)|since (when|which)|"
     r"which (change|commit|pull request|pr|release|version) (added|made|removed|changed|introduced|fixed|dropped)|"
@@ -66,7 +67,7 @@ _HISTORY = re.compile(
 # A code identifier in a question: a backticked span, camelCase, a PascalCase name with an inner capital,
 # snake_case, a member (`res.json`, `words.txt`), a call (`flatten()`) or a command-line option (`--pre`,
 # `-f`).
-_CODE = re.compile(
+_CODE = lazyre.compile(
     r"`[^`\n]+`|\b_*[a-z]+[A-Z]\w*|\b_*[A-Z][a-z0-9]+[A-Z]\w*|\b_*[A-Z]{2,}[a-z]{2,}\w*|\b_*[A-Za-z]\w*_\w+"
     r"|\b_+[A-Za-z]\w*"
     r"|\b[A-Za-z_]\w+\.[A-Za-z_]\w*"
@@ -74,8 +75,10 @@ _CODE = re.compile(
 )
 # "When was X added?", "which change introduced X?", "where did X come from?": the question asks for the
 # change that brought a name in. Deliberately narrow: "when did X start failing" asks about a later change.
-_ORIGIN_VERB = re.compile(r"\b(introduc\w*|added|first|come from|came from|created|wrote)\b", re.IGNORECASE)
-_ORIGIN_ASK = re.compile(
+_ORIGIN_VERB = lazyre.compile(
+    r"\b(introduc\w*|added|first|come from|came from|created|wrote)\b", re.IGNORECASE
+)
+_ORIGIN_ASK = lazyre.compile(
     r"\b(when|which|where|since|who|what (change|commit|version|release))\b", re.IGNORECASE
 )
 
@@ -84,21 +87,23 @@ _ORIGIN_ASK = re.compile(
 # support X?": the question asks when something arrived, and so takes for granted that it did. Broader than
 # _ORIGIN_VERB ("gain", "get", "support", "start"): it only decides whether an answer is weak (query.strength),
 # never the ranking.
-_ARRIVAL_ASK = re.compile(r"^\s*(when|which|since|in which|what version|did)\b", re.IGNORECASE)
-_ARRIVAL_VERB = re.compile(r"\b(added|add|introduc\w*|support\w*|gain\w*|get|got|start\w*)\b", re.IGNORECASE)
+_ARRIVAL_ASK = lazyre.compile(r"^\s*(when|which|since|in which|what version|did)\b", re.IGNORECASE)
+_ARRIVAL_VERB = lazyre.compile(
+    r"\b(added|add|introduc\w*|support\w*|gain\w*|get|got|start\w*)\b", re.IGNORECASE
+)
 
 
 # "Which release fixed X?", "from which version on does it do Y?", "what version added Z?": the question asks
 # for a release by name, which a changelog entry gives (query.entries_after_commits).
-_WHICH_RELEASE = re.compile(r"\b(which|what|first)\s+(release|version|tag)s?\b", re.IGNORECASE)
+_WHICH_RELEASE = lazyre.compile(r"\b(which|what|first)\s+(release|version|tag)s?\b", re.IGNORECASE)
 # "Which pry version dropped Rubinius?", "in which helmet release did the options start …": a name between
 # "which" and "release" is the project's when a change follows ("dropped", "added", "started"); "which Go
 # version do I need", "what PHP version does it require" ask for a platform's, and name no change.
-_WHICH_NAMED_RELEASE = re.compile(
+_WHICH_NAMED_RELEASE = lazyre.compile(
     r"\b(?:which|what|first)\s+[A-Za-z][\w.-]*\s+(?:release|version|tag)s?\b(?P<rest>.*)",
     re.IGNORECASE | re.DOTALL,
 )
-_RELEASE_CHANGE = re.compile(
+_RELEASE_CHANGE = lazyre.compile(
     r"\b(?:add(?:ed|s)?|dropp?(?:ed|s)?|remov(?:ed|es?)|fix(?:ed|es)?|introduc(?:ed|es?)|chang(?:ed|es?)"
     r"|start(?:ed|s)?|stopp?(?:ed|s)?|ship(?:ped|s)?|brought|broke|land(?:ed|s)?|switch(?:ed|es)?|mov(?:ed|es?)"
     r"|replac(?:ed|es?)|deprecat(?:ed|es?)|renam(?:ed|es?)|gain(?:ed|s)?|got|made|learn(?:ed|t)?)\b",
@@ -131,11 +136,11 @@ def code_names(text: str) -> list[str]:
 
 # "When was getUsDateFormat removed?", "which change dropped --foo?", "what replaced X?": the question asks for
 # the change that took a name out.
-_REMOVAL_VERB = re.compile(
+_REMOVAL_VERB = lazyre.compile(
     r"\b(removed?|removing|dropped|drop|deleted?|deleting|got rid of|go away|went away|replaced?|renamed?"
     r"|stop(ped)? (shipping|supporting|exporting))\b"
 )
-_REMOVAL_ASK = re.compile(r"\b(when|which|why|where|what)\b", re.IGNORECASE)
+_REMOVAL_ASK = lazyre.compile(r"\b(when|which|why|where|what)\b", re.IGNORECASE)
 
 
 def _one_name(text: str) -> tuple[str | None, str]:
@@ -147,8 +152,8 @@ def _one_name(text: str) -> tuple[str | None, str]:
 
 # "Is TOMLChar still in the code?", "does parse_config still exist?", "is X still used?": whether a name is gone,
 # answered as "when was X removed?" is (the last change that holds it), with a yes or a no first.
-_STILL_ASK = re.compile(r"^\W*(?:is|are|does|do)\b", re.IGNORECASE)
-_STILL_THERE = re.compile(
+_STILL_ASK = lazyre.compile(r"^\W*(?:is|are|does|do)\b", re.IGNORECASE)
+_STILL_THERE = lazyre.compile(
     r"\bstill\s+(?:(?:in|inside)\s+(?:the\s+|our\s+)?(?:code|codebase|source|sources|repo|repository|tree|project)"
     r"|exists?|used|in\s+use|there|around|present|defined|referenced|alive|a\s+thing)\b",
     re.IGNORECASE,
@@ -178,30 +183,32 @@ def removed_name(text: str) -> str | None:
 # the name the origin verb takes as its object (or that stands between "when was" and the verb) is the one
 # asked about.
 _NAME_AT = "(?P<name>" + _CODE.pattern + ")"
-_ORIGIN_OBJECT = re.compile(
+_ORIGIN_OBJECT = lazyre.compile(
     r"\b(?i:introduc(?:ed|es|e)|added|adds|created|creates|first (?:added|introduced|used|created))\s+"
     r"(?:(?i:the|an?|its|new)\s+)?(?:(?!(?:to|into|in|from|for|by|with|on|of|at)\s)[a-z]+\s+){0,3}?"
     + _NAME_AT
 )
-_ORIGIN_SUBJECT = re.compile(
+_ORIGIN_SUBJECT = lazyre.compile(
     r"\b(?i:(?:since )?when|where) (?i:was|were|did|does|do) (?:(?i:the|an?)\s+)?(?:[a-z]+\s+){0,2}?"
     + _NAME_AT
     + r"\s+(?:\([^)]*\)\s+)?(?:[\w.]+\s+){0,4}?(?i:added|introduced|created|first|come from|came from)\b"
 )
 # A purpose question (_PURPOSE) with a file or a member between the name and "for" ("… in stats.rs for").
-_PURPOSE_WIDE = re.compile(
+_PURPOSE_WIDE = lazyre.compile(
     r"\bwhat('s| is| are| was| were)( the| an?)? \S+( \S+){0,6}? (for|used)\b", re.IGNORECASE
 )
 # "What is the TypedSum struct in stats.rs for?", "what is GetStdoutQuiet in xcode_emulation.py for?": the
 # name right after "what is (the)" is the one whose purpose is asked; the others say where it lives. Right
 # after: "what was wrong with `x *= 2` for three-digit values?" asks no purpose.
-_PURPOSE_SUBJECT = re.compile(r"\b(?i:what)(?:'s|\s+(?i:is|are|was|were))\s+(?:(?i:the|an?)\s+)?" + _NAME_AT)
+_PURPOSE_SUBJECT = lazyre.compile(
+    r"\b(?i:what)(?:'s|\s+(?i:is|are|was|were))\s+(?:(?i:the|an?)\s+)?" + _NAME_AT
+)
 
 
 # "Who wrote the fix for the fallback adapter in PolymorphicJsonAdapterFactory?", "who wrote the sendmail
 # parameter fix?": a question about a later change of the name (its fix, a bug, what broke or changed it)
 # does not ask for the change that brought the name in, whatever origin verb ("wrote") it uses.
-_LATER_CHANGE = re.compile(
+_LATER_CHANGE = lazyre.compile(
     r"\b(fix(es|ed|ing)?|bug\w*|broke|broken|break\w*|changed|changes|changing|regress\w*|patch\w*"
     r"|refactor\w*|rewr\w*|modif\w*|updat\w*|tweak\w*)\b",
     re.IGNORECASE,
@@ -232,7 +239,7 @@ def origin_name(text: str) -> str | None:
 # type?", "why does pipx have a _get_trash_file helper?": the question asks why one name exists, which the
 # change that brought it in says (as `git log -S NAME --reverse` finds it) and later changes that touch
 # it do not.
-_PURPOSE = re.compile(
+_PURPOSE = lazyre.compile(
     r"\bwhat('s| is| are)( the| an?)? \S+( \w+){0,6}? (for|used)\b"
     r"|\bwhat (does|do)\b.{1,60}\b(do|control|check|decide|describe|change|fill in|handle|mean)\b"
     r"|\bwhy (is|are) there\b|\bwhy (does|do) \S+ (have|keep|need|define)\b"
@@ -243,7 +250,7 @@ _PURPOSE = re.compile(
 
 # "When did fd start depending on humantime?", "when did it start using the argmax crate?": the change that
 # brought a dependency or a helper in; the name need not look like code (a crate is a plain word).
-_ADOPT = re.compile(
+_ADOPT = lazyre.compile(
     r"\bstart(?:ed|s)? (?:using|depending on|to use|to depend on|requiring|pulling in)"
     r"(?: the| its own| an?)? ([A-Za-z_][\w.-]*[\w])",
     re.IGNORECASE,
@@ -265,7 +272,7 @@ def adopted_name(text: str) -> str | None:
 # word before the version says whose it is: a connector ("to 0.30.4", "since 1.1") or a lower-case name
 # ("sqlmodel 0.0.12") is the project's; a capitalised one (Python 3.12, Click 8.2, Node 0.10) or a known
 # runtime or library is not, and neither is a version in code quotes or one after "of" ("an input of 0.1").
-_VERSION = re.compile(r"(?<![\w.`'\"-])v?(\d+\.\d+(?:\.\d+){0,2})(?![\w.]*\d)(?!\.?\w)")
+_VERSION = lazyre.compile(r"(?<![\w.`'\"-])v?(\d+\.\d+(?:\.\d+){0,2})(?![\w.]*\d)(?!\.?\w)")
 _RELEASE_CONNECTORS = frozenset({"to", "since", "after", "from", "past"})
 _UPGRADE_VERBS = frozenset(
     {"upgrading", "upgraded", "updating", "updated", "moving", "moved", "going", "went"}
@@ -363,7 +370,7 @@ _NOT_THE_PROJECT = frozenset(
 
 
 # "from 0.3 to 0.4", "rq 1.15 to 1.16": an upgrade between two releases, named by the second version.
-_TO_VERSION = re.compile(r"\s+to\s+v?(\d+\.\d+(?:\.\d+){0,2})(?![\w.]*\d)(?!\.?\w)")
+_TO_VERSION = lazyre.compile(r"\s+to\s+v?(\d+\.\d+(?:\.\d+){0,2})(?![\w.]*\d)(?!\.?\w)")
 
 
 def release_version(text: str) -> str | None:
@@ -410,7 +417,7 @@ _RELEASE_WORDS = """
 _RELEASE_ASKS = frozenset(_RELEASE_WORDS.split())
 # A version as release_named reads it: _VERSION, or one with a pre- or post-release suffix ("2.0.0-alpha.1",
 # "6.0.0-beta.1", "1.0.0rc1", "2.9.0.post0"), which names that release, not the final one.
-_NAMED_VERSION = re.compile(
+_NAMED_VERSION = lazyre.compile(
     r"(?<![\w.`'\"-])v?(\d+\.\d+(?:\.\d+){0,2}(?:[-.]?(?:alpha|beta|rc|pre|preview|dev|post|a|b)[.-]?\d*)?)"
     r"(?![\w.]*\d)(?!\.?\w)",
     re.IGNORECASE,
@@ -449,7 +456,7 @@ def release_named(text: str, project: str | None = None) -> str | None:
 _SPAN_WORDS = frozenset({"between", "and", "since", "after", "from", "to"})
 # Either end may be a pre- or post-release ("1.13.0..2.0.0-alpha.1", "between 2.9.0 and 2.9.0.post0").
 _SPAN_SUFFIX = r"(?:[-.]?(?:alpha|beta|rc|pre|preview|dev|post|a|b)[.-]?\d*)?"
-_DOTTED_SPAN = re.compile(
+_DOTTED_SPAN = lazyre.compile(
     rf"\s*v?(\d+(?:\.\d+){{1,3}}{_SPAN_SUFFIX})\.{{2,3}}v?(\d+(?:\.\d+){{1,3}}{_SPAN_SUFFIX})\s*\??\s*",
     re.IGNORECASE,
 )
@@ -527,21 +534,23 @@ def first_release_asked(text: str) -> bool:
 # report of what broke after an upgrade ("after upgrading from 0.3 to 0.4, old jobs blow up": release_version).
 _GUIDE_VERSION = r"v?(\d+(?:\.\d+){0,3})(?:\.x)?"
 _GUIDE_NAME = r"(?:[A-Za-z][\w.-]*\s+)?"  # the project's name before a version ("guzzle 6", "Moshi 2.x")
-_MIGRATES = re.compile(r"\b(?:migrat\w*|upgrad\w*|updat(?:e|ing)|mov(?:e|ing))\b", re.IGNORECASE)
-_FROM_TO = re.compile(
+_MIGRATES = lazyre.compile(r"\b(?:migrat\w*|upgrad\w*|updat(?:e|ing)|mov(?:e|ing))\b", re.IGNORECASE)
+_FROM_TO = lazyre.compile(
     rf"\bfrom\s+{_GUIDE_NAME}{_GUIDE_VERSION}\s+(?:to|->|→)\s+{_GUIDE_NAME}{_GUIDE_VERSION}(?![\w.])",
     re.IGNORECASE,
 )
-_BARE_FROM_TO = re.compile(rf"\s*{_GUIDE_VERSION}\s+(?:to|->|→)\s+{_GUIDE_VERSION}\s*[?.]?\s*", re.IGNORECASE)
-_GUIDE_TO = re.compile(
+_BARE_FROM_TO = lazyre.compile(
+    rf"\s*{_GUIDE_VERSION}\s+(?:to|->|→)\s+{_GUIDE_VERSION}\s*[?.]?\s*", re.IGNORECASE
+)
+_GUIDE_TO = lazyre.compile(
     rf"\b(?:migrat\w*|upgrad\w*)\s+to\s+{_GUIDE_NAME}{_GUIDE_VERSION}(?![\w.])", re.IGNORECASE
 )
-_GUIDE_FROM = re.compile(
+_GUIDE_FROM = lazyre.compile(
     rf"\b(?:migrat\w*|upgrad\w*)\s+from\s+{_GUIDE_NAME}{_GUIDE_VERSION}(?![\w.])", re.IGNORECASE
 )
 # "When moving an app from 1.x to 2.0, what will I trip over?" plans the move: "when" before an -ing form is
 # not a report of what happened after one ("when I upgraded to 2.0, the jobs broke").
-_AFTER_THE_FACT = re.compile(
+_AFTER_THE_FACT = lazyre.compile(
     r"\b(?:after|since|once|broke|breaks|broken)\b|\bwhen\b(?!\s+\w+ing\b)", re.IGNORECASE
 )
 
@@ -566,7 +575,7 @@ def migration(text: str) -> tuple[str | None, str | None] | None:
 
 
 # A name need not look like code to be one: "what is the envwrap decorator for?" names it by what it is.
-_NAMED_THING = re.compile(
+_NAMED_THING = lazyre.compile(
     r"\b(?:the|an?|this|its|their) ([A-Za-z_$][\w$]*) (?:decorator|class|function|helper|method|type|module|"
     r"wrapper|hook|macro|struct|enum|trait|interface|mixin|variable|constant|field|attribute|property|"
     r"argument|parameter|alias|fixture|middleware)s?\b",
@@ -664,7 +673,7 @@ def _named_thing(text: str) -> str | None:
 
 # "The push was rejected, what did I do next?", "what did I run before pushing again?": the answer is a
 # command run next to the one the question names, not that command.
-_ASKS_DONE = re.compile(
+_ASKS_DONE = lazyre.compile(
     r"\b(what|which( \w+){1,2}) (did|do|had) (i|we) (do|try|run|type|check|look at|change)\b"
     r"|\bthing (i|we) (ran|did|tried|checked|looked at|typed)\b"
     r"|\bwhat (came|happened|ran) ((right|just|immediately) )?(next|after|before)\b|\bwhat next\b",
@@ -673,16 +682,16 @@ _ASKS_DONE = re.compile(
 # "Before lunch", "after lunch" say when, not what came first: "what did I do before lunch" asks for the
 # morning's work, not for what was run before a command named lunch. So does "the day before yesterday"
 # ("what did I run before yesterday's deploy" still asks what came before the deploy).
-_AFTER = re.compile(
+_AFTER = lazyre.compile(
     r"\b(after(?!\s+lunch)|afterwards|next|then|once|as soon as|between|first thing|about (it|that|this)|to fix it|in response)\b",
     re.IGNORECASE,
 )
-_BEFORE = re.compile(r"\bbefore\b(?!\s+lunch|\s+yesterday\b(?!'))", re.IGNORECASE)
+_BEFORE = lazyre.compile(r"\bbefore\b(?!\s+lunch|\s+yesterday\b(?!'))", re.IGNORECASE)
 Sequence = Literal["after", "before"]
 # A question that reports something going wrong ("cargo refused to build", "CI went red"); "blows up" as
 # "blew up". "panics", "throws" and "falls over" were tried and not kept: read as failure reports they cost
 # fresh67 (hybrid MRR .643 -> .638 on its stores; the forms of "blow up" alone .642).
-_FAILURE = re.compile(
+_FAILURE = lazyre.compile(
     r"\b(fail\w*|broke|broken|break\w*|refus\w*|reject\w*|error\w*|crash\w*|red|wouldn'?t|would not"
     r"|(blow|blows|blowing|blown|blew) up"
     r"|couldn'?t|could not|didn'?t work|did not work|exit(ed)? (with )?(code )?[1-9]\d*)\b",
@@ -741,7 +750,7 @@ _NOT_A_PLATFORM: dict[str, frozenset[str]] = {
     "mac": frozenset({"address", "addresses", "addr", "addrs"}),
     "alpine": frozenset({"js"}),
 }
-_WORD = re.compile(r"[a-z0-9]+")
+_WORD = lazyre.compile(r"[a-z0-9]+")
 
 
 def platforms_named(text: str) -> frozenset[str]:
@@ -792,9 +801,9 @@ _RUNS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ("mypy", "pyright", "tsc", "flow", "pytype", "npm run typecheck", "make typecheck"),
     ),
 )  # fmt: skip
-_COMMAND_SPLIT = re.compile(r"[\s;&|():]+")
+_COMMAND_SPLIT = lazyre.compile(r"[\s;&|():]+")
 # The words of a command line with its `&&` and `;` kept (a leading `cd DIR &&` says where it ran).
-_HEAD_WORD = re.compile(r"&&|;|[^\s;&|():]+")
+_HEAD_WORD = lazyre.compile(r"&&|;|[^\s;&|():]+")
 
 
 @dataclass(frozen=True)
@@ -820,7 +829,7 @@ def runs_named(text: str) -> list[Runs]:
 # I do to easter", "what did we change in the parser", "my change to within_delta". Not a fix: "how did I
 # fix" is answered by memory's failure → fix links (query.fixes_first).
 # "How do I change the template?" asks how to, in the present: no change of the asker's is asked about.
-_OWN_CHANGE = re.compile(
+_OWN_CHANGE = lazyre.compile(
     r"\b(?:did|have|had)\s+(?:i|we)\s+(?:just\s+|recently\s+)?"
     r"(?P<verb>chang\w*|do|done|touch\w*|edit\w*|modif\w*|rewr\w*|refactor\w*|renam\w*|updat\w*|tweak\w*)\b"
     r"|\b(?:my|our)\s+(?:last\s+|recent\s+)?(?:changes?|commits?|edits?|refactor\w*)\b",
@@ -830,7 +839,9 @@ _OWN_CHANGE = re.compile(
 # function" is about easter, and "change" matched 2018's "Change the order of params in rrule docstring"
 # (its "byeaster" and "function" too) above the asker's own easter commits. A rename or a refactor is
 # itself what the commit says, and stays a word of the question.
-_PLAIN_CHANGE_VERB = re.compile(r"^(?:chang\w*|touch\w*|edit\w*|modif\w*|updat\w*|tweak\w*)$", re.IGNORECASE)
+_PLAIN_CHANGE_VERB = lazyre.compile(
+    r"^(?:chang\w*|touch\w*|edit\w*|modif\w*|updat\w*|tweak\w*)$", re.IGNORECASE
+)
 
 
 def asks_own_change(text: str) -> bool:
@@ -883,7 +894,7 @@ def is_run(words: list[str], runs: Runs) -> bool:
 
 # A question that speaks of the docs themselves ("which commit documented --foo?", "the README example"):
 # there a change to the docs may be the answer (rank.DOCS_ONLY_FACTOR stays off).
-_DOCS = re.compile(
+_DOCS = lazyre.compile(
     r"\b(docs?|document\w*|readme|manual|man ?pages?|typos?|examples?|guide|changelog|tutorial|wiki"
     r"|spelling|wording|badge|instructions|faq)\b",
     re.IGNORECASE,
@@ -897,7 +908,7 @@ def mentions_docs(text: str) -> bool:
 
 # A question that speaks of tests ("which commit added the test for broken symlinks?", "why does the spec
 # fail on Windows?"): there a change to the tests may be the answer (rank.TESTS_ONLY_FACTOR stays off).
-_TESTS = re.compile(r"\b(tests?|tested|testing|specs?|fixtures?|test ?suite|snapshots?)\b", re.IGNORECASE)
+_TESTS = lazyre.compile(r"\b(tests?|tested|testing|specs?|fixtures?|test ?suite|snapshots?)\b", re.IGNORECASE)
 
 
 def mentions_tests(text: str) -> bool:
@@ -936,7 +947,7 @@ class Topic:
 
     name: str
     words: tuple[str, ...]  # searched for such sections (as indexed: lower-case, unstemmed)
-    heading: re.Pattern[str]  # a section's heading, or its file's name, that names the matter
+    heading: lazyre.Pattern  # a section's heading, or its file's name, that names the matter
 
     def heads(self, ref: str) -> bool:
         """Whether the doc section REF ("path#Heading") is about this matter, by its heading or by its
@@ -953,11 +964,11 @@ class Topic:
 # file" asks about the program's downloads. The first that matches wins.
 # Each comes with the lower-case strings one of which any question it matches holds: a substring test is
 # ~50x cheaper than the pattern, and most questions hold none.
-_TOPICS: tuple[tuple[tuple[str, ...], re.Pattern[str], Topic], ...] = tuple(
+_TOPICS: tuple[tuple[tuple[str, ...], lazyre.Pattern, Topic], ...] = tuple(
     (
         tuple(gate.split("|")),
-        re.compile(asked, re.IGNORECASE),
-        Topic(name, tuple(words.split()), re.compile(heading, re.IGNORECASE)),
+        lazyre.compile(asked, re.IGNORECASE),
+        Topic(name, tuple(words.split()), lazyre.compile(heading, re.IGNORECASE)),
     )
     for name, gate, asked, words, heading in (
         (
@@ -1022,7 +1033,7 @@ _TOPICS: tuple[tuple[tuple[str, ...], re.Pattern[str], Topic], ...] = tuple(
 # the brackets). A bracket that is part of a longer token is not one: an index (`data[0]`, `map[string]`,
 # `Optional[T]`), an extra (`pkg[dev]`), an attribute (`#[from]`), an array of tables (`[[fruit]]`), a link
 # (`[text](url)`); nor is a version (`[0.15.1]`, no letter first).
-_BRACKETED = re.compile(r"(?<![\w#\[\]])\[([A-Za-z_][\w.-]*)\](?![\w\[(])")
+_BRACKETED = lazyre.compile(r"(?<![\w#\[\]])\[([A-Za-z_][\w.-]*)\](?![\w\[(])")
 
 
 def topic(text: str) -> Topic | None:
@@ -1044,7 +1055,7 @@ def bracketed_section(text: str) -> Topic | None:
         return None
     name = f"[{found.group(1)}]"
     words = tuple(re.findall(r"[^\W_]+", found.group(1).lower()))
-    return Topic(name, words, re.compile(re.escape(name), re.IGNORECASE))
+    return Topic(name, words, lazyre.compile(re.escape(name), re.IGNORECASE))
 
 
 # A pasted stack trace: its frames (PHP's `#0 /path(12): f()`, Java's and JavaScript's `at f (file:12:3)`,
@@ -1052,23 +1063,23 @@ def bracketed_section(text: str) -> Topic | None:
 # PHP's and Java's first line, Python's last) is the question. Only an input with TRACE_FRAMES frames, or a
 # Python `Traceback` and one, is read so: a one-line question never is.
 TRACE_FRAMES = 2
-_FRAME = re.compile(
+_FRAME = lazyre.compile(
     r"^\s*(?:#\d+\s+(?:/|[A-Za-z]:\\|\[internal|\{main\})"  # PHP
     r"|at\s+\S.*(?:\([^()]*:\d+(?::\d+)?\)|:\d+(?::\d+)?|\(Native Method\)|\(Unknown Source\))\s*$"  # Java, JS
     r"|File\s+\"[^\"]+\",\s+line\s+\d+)"  # Python
 )
-_TRACE_START = re.compile(r"^\s*Traceback \(most recent call last\):")
-_NOT_HEADLINE = re.compile(
+_TRACE_START = lazyre.compile(r"^\s*Traceback \(most recent call last\):")
+_NOT_HEADLINE = lazyre.compile(
     r"^\s*(?:Stack trace:|Traceback \(most recent call last\):|During handling of the above exception"
     r"|The above exception was the direct cause|\.\.\.\s*\d+\s+more|\^+\s*$|~+\s*$)",
     re.IGNORECASE,
 )
 # A URL in the headline is the failing request's own (`for https://api.example.com/v1/orders`), and a PHP
 # headline's `in /path/file.php:210` the frame it was thrown at: neither is what memory holds.
-_HEADLINE_URL = re.compile(
+_HEADLINE_URL = lazyre.compile(
     r"(?:\b(?:for|at|to|from|on)\s+)?\(?\b(?:see\s+)?[a-z][a-z0-9+.-]*://\S+\)?", re.IGNORECASE
 )
-_HEADLINE_AT = re.compile(r"\s+in\s+\S+:\d+\s*$")
+_HEADLINE_AT = lazyre.compile(r"\s+in\s+\S+:\d+\s*$")
 
 
 @dataclass(frozen=True)
@@ -1104,7 +1115,7 @@ def pasted_trace(text: str) -> Trace | None:
 # is asked for. The agent it names says whose conversation (an author hint), not what it was about: searched,
 # "claude" matched every command Claude Code ran (`cargo test`, `cargo clippy`) through its author.
 _AGENT_NAMED = r"(?:the|my|our)\s+(?:ai\s+|coding\s+)?(?:agent|assistant)|claude(?:[\s-]code)?|codex|gemini|aider|copilot|cursor"
-_CONVERSATION_ASKED = re.compile(
+_CONVERSATION_ASKED = lazyre.compile(
     r"\bwhat\s+(?:did|have|had|do)\s+(?:i|we)\s+"
     r"(?:ask|asked|tell|told|say|said|discuss|discussed|talk|talked|chat|chatted)(?:\s+(?:to|with))?"
     rf"(?:\s+(?P<who>{_AGENT_NAMED}))?"
@@ -1113,7 +1124,7 @@ _CONVERSATION_ASKED = re.compile(
 )
 # "What did I ask claude yesterday?", "what did I tell the agent this morning?": what was asked of an agent on
 # a day, with nothing named it was about; the day's questions typed to it are the answer.
-_CONVERSATION_OF_DAY = re.compile(
+_CONVERSATION_OF_DAY = lazyre.compile(
     r"^\W*what\s+(?:did|have|had|do)\s+(?:i|we)\s+(?:ask|asked|tell|told|say|said|type|typed)"
     rf"(?:\s+(?:to|with))?\s+(?P<who>{_AGENT_NAMED})"
     r"(?:\s+(?:the\s+day\s+before\s+yesterday|yesterday|last\s+night|today|tonight|earlier"

@@ -9,8 +9,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from nexusmem import authors, embed, identity, paths, resolved, timefmt
-from nexusmem.link import tested_names
+from nexusmem import authors, embed, identity, lazyre, paths, resolved, timefmt
 from nexusmem.retrieve import asks_docs, cjk, fuse, rank, rerank, search, thesaurus, timecue, vector
 from nexusmem.retrieve.fuse import Evidence
 from nexusmem.retrieve.intent import (
@@ -126,8 +125,8 @@ NUMBERS_WEIGHT = 0.75
 # backticked span too (below), .6726 at .75. Scaled to the words' best match like the lists above
 # (merge_scored); scaled up to it when weaker, .6637. The blind fresh75, run once before: .723 → .719.
 NAME_PHRASES_WEIGHT = 0.75
-_INDEX_WORD = re.compile(r"[^\W_]+")
-_DOTTED = re.compile(r"(?<![\w.])v?(\d+(?:\.\d+)+)(?![\w.]*\d)")
+_INDEX_WORD = lazyre.compile(r"[^\W_]+")
+_DOTTED = lazyre.compile(r"(?<![\w.])v?(\d+(?:\.\d+)+)(?![\w.]*\d)")
 # A question with a time cue also asks for its words within this window before the newest event (or the
 # date it names), up to CUE_CANDIDATES more candidates from the exact index: see `retrieve`.
 CUE_WINDOW_MS = 30 * 86_400_000
@@ -541,7 +540,7 @@ def on_platform(
     return frozenset(about)
 
 
-_KIN_WORD = re.compile(r"[a-z]+")
+_KIN_WORD = lazyre.compile(r"[a-z]+")
 
 
 def kin_held(
@@ -1588,12 +1587,12 @@ def _unreached_note(sha: str) -> str:
 
 # How many nodes the version's phrase ("7 4 1", as the index holds 7.4.1) may match to be read for release_nodes.
 RELEASE_CANDIDATES = 200
-_RELEASE_NUMBER = re.compile(r"\d+(?:\.\d+)*")
+_RELEASE_NUMBER = lazyre.compile(r"\d+(?:\.\d+)*")
 # A pre-release's version: its number, its label and the label's count ("7.0.0-rc.1", "2.0.0b2", "4.0.0.rc-2").
-_PRE_RELEASE = re.compile(r"(\d+(?:\.\d+)*)[-.]?(alpha|beta|rc)[.-]?(\d*)", re.IGNORECASE)
+_PRE_RELEASE = lazyre.compile(r"(\d+(?:\.\d+)*)[-.]?(alpha|beta|rc)[.-]?(\d*)", re.IGNORECASE)
 
 
-_RELEASE_PAGE = re.compile(
+_RELEASE_PAGE = lazyre.compile(
     r"\b(?:what'?s new|new in|changes|changed|release notes?|highlights)\b", re.IGNORECASE
 )
 
@@ -1655,7 +1654,7 @@ def release_nodes(store: SearchStore, exact: search.ExactSearches, version: str)
 # A changelog entry that only points to a pre-release ("Nothing new beyond 7.0.0b1.", "No changes since
 # 2.0.0rc2"): short, and naming a pre-release of the same version.
 _POINTER_CHARS = 200
-_PRE_RELEASE_NAMED = re.compile(
+_PRE_RELEASE_NAMED = lazyre.compile(
     r"(?<![\w.])v?(\d+(?:\.\d+)*)[-.]?((?:a|b|alpha|beta|rc|c|pre|dev)[.-]?\d*)(?!\w|\.\w)"
 )
 
@@ -1697,7 +1696,7 @@ RANGE_BOOKKEEPING = 10
 # How many of the releases tagged between the two a question names ("between 1.2.0 and 1.4.0") have their
 # changelog entries listed, the highest first (each costs one search of its version's phrase).
 SPAN_RELEASES = 20
-_RELEASE_TITLE = re.compile(
+_RELEASE_TITLE = lazyre.compile(
     r"^\s*(?:release|prepare|preparing|bump|bumped|tag|tagged|version|changelog|update changelog)\b.*\d",
     re.IGNORECASE,
 )
@@ -1828,9 +1827,9 @@ GUIDE_CANDIDATES = 200
 # How many sections of the chosen part of an upgrade guide (it and its subsections) are read, at most.
 GUIDE_SECTIONS = 40
 _GUIDE_WORDS = ("upgrading", "upgrade", "upgrades", "migrating", "migration", "migrate", "updating")
-_GUIDE_MARK = re.compile(r"upgrad|migrat|updat", re.IGNORECASE)
-_HEADING_VERSION = re.compile(r"(?<![\w.])v?(\d+(?:\.\d+){0,3})(?:\.x)?(?![\w.]*\d)")
-_HEADING_FROM_TO = re.compile(r"\d(?:\.x)?\s*(?:to|->|→|-)\s*v?\d", re.IGNORECASE)
+_GUIDE_MARK = lazyre.compile(r"upgrad|migrat|updat", re.IGNORECASE)
+_HEADING_VERSION = lazyre.compile(r"(?<![\w.])v?(\d+(?:\.\d+){0,3})(?:\.x)?(?![\w.]*\d)")
+_HEADING_FROM_TO = lazyre.compile(r"\d(?:\.x)?\s*(?:to|->|→|-)\s*v?\d", re.IGNORECASE)
 
 
 def upgrade_guide(
@@ -2174,8 +2173,8 @@ def _usage_doc_path(node: StoredNode) -> str | None:
 # stable, current) after them, so the unreleased page counts the factor too, unless the question says the
 # folder's name ("what changes in next?").
 OLDER_DOCS_FACTOR = 0.5
-_VERSION_DIR = re.compile(r"(?:^|/)(?:v|version-)?(\d{1,3}(?:\.\d{1,3})*)(?:\.x)?/")
-_NAMED_RELEASE_DIR = re.compile(
+_VERSION_DIR = lazyre.compile(r"(?:^|/)(?:v|version-)?(\d{1,3}(?:\.\d{1,3})*)(?:\.x)?/")
+_NAMED_RELEASE_DIR = lazyre.compile(
     r"(?:^|/)(unstable|next|nightly|canary|edge|preview|unreleased|dev|develop|main|master|latest|stable|current)/"
 )
 _UNRELEASED = -1  # the version of a folder for the next release; one for the release in use sorts last
@@ -2230,20 +2229,20 @@ def current_docs_first(
 # hold the same page in English (under en/, or where the language folder would be): the reader asked in
 # English, and the English page says the same.
 TRANSLATION_FACTOR = 0.5
-_LANGUAGE_DIR = re.compile(
+_LANGUAGE_DIR = lazyre.compile(
     r"(?:^|/)(ar|bn|cs|da|de|el|es|fa|fi|fr|he|hi|hu|id|it|ja|ko|nl|no|pl|pt|ro|ru|sv|th|tr|uk|vi|zh)"
     r"(?:[-_][a-z]{2,4})?/",
     re.IGNORECASE,
 )
-_ENGLISH_DIR = re.compile(r"(?:^|/)en(?:[-_][a-z]{2})?/", re.IGNORECASE)
+_ENGLISH_DIR = lazyre.compile(r"(?:^|/)en(?:[-_][a-z]{2})?/", re.IGNORECASE)
 # English function words that other languages written in Latin letters do not share ("a", "do", "in" and
 # "no" are Spanish, Portuguese or Italian words too).
-_ENGLISH_WORD = re.compile(
+_ENGLISH_WORD = lazyre.compile(
     r"\b(the|how|what|why|when|where|which|who|does|did|is|are|was|were|can|could|should|i|my|we|our|to|of"
     r"|for|with|it|this|that|and|or|not|after|before)\b",
     re.IGNORECASE,
 )
-_OTHER_SCRIPT = re.compile(
+_OTHER_SCRIPT = lazyre.compile(
     r"[\u0400-\u04ff\u0590-\u06ff\u0e00-\u0e7f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]"
 )
 
@@ -2404,10 +2403,10 @@ def _within(node: StoredNode, as_of: int | None, since: int | None, until: int |
 # nearest first: they are the answer, the anchor is what makes them one.
 SEQUENCE_ANCHORS = 10
 ANCHOR_SHARE = 0.9
-_BETWEEN = re.compile(r"\bbetween\b", re.IGNORECASE)
+_BETWEEN = lazyre.compile(r"\bbetween\b", re.IGNORECASE)
 # The latest of the runs the question names: "again", or the one it calls the last ("before my last commit",
 # "after the latest deploy").
-_AGAIN = re.compile(
+_AGAIN = lazyre.compile(
     r"\b(again|once more|the second time|(?:my|the) (?:very )?(?:last|latest|most recent)(?! (?:thing|command|step)))\b",
     re.IGNORECASE,
 )
@@ -2563,9 +2562,11 @@ _NOT_A_SUBJECT = frozenset(
 _UNIT_MS = {"minute": 60_000, "hour": 3_600_000, "day": 86_400_000, "week": 7 * 86_400_000}
 _UNIT_MS |= {"month": 30 * 86_400_000, "year": 365 * 86_400_000}
 _COUNT = r"(\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|few|a few|couple of|a couple of)"
-_LAST_SPAN = re.compile(rf"\b(?:last|past)\s+(?:{_COUNT}\s+)?(minute|hour|day|week|month|year)s?\b", re.I)
+_LAST_SPAN = lazyre.compile(rf"\b(?:last|past)\s+(?:{_COUNT}\s+)?(minute|hour|day|week|month|year)s?\b", re.I)
 # "a week ago", and as people say it: "a week or so ago", "a day or two ago".
-_AGO_SPAN = re.compile(rf"\b{_COUNT}\s+(minute|hour|day|week|month|year)s?{timecue.LOOSELY}\s+ago\b", re.I)
+_AGO_SPAN = lazyre.compile(
+    rf"\b{_COUNT}\s+(minute|hour|day|week|month|year)s?{timecue.LOOSELY}\s+ago\b", re.I
+)
 _NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7}
 _NUMBERS |= {"eight": 8, "nine": 9, "ten": 10, "few": 3, "a few": 3, "couple of": 2, "a couple of": 2}
 
@@ -2582,7 +2583,7 @@ def _count(text: str | None) -> int:
 
 
 # Lunch is today's ("what was I doing before lunch"); the hours a user lunches at are not known.
-_LUNCH = re.compile(r"\b(?:before|after|since|at|over|until)\s+lunch(?:time)?\b", re.IGNORECASE)
+_LUNCH = lazyre.compile(r"\b(?:before|after|since|at|over|until)\s+lunch(?:time)?\b", re.IGNORECASE)
 
 
 class Window(NamedTuple):
@@ -2625,10 +2626,11 @@ def _asked_window(question: Question, since: int | None, until: int | None) -> W
     if ago is not None:
         n, unit = _count(ago.group(1)), _UNIT_MS[ago.group(2).lower()]
         return Window(now - (n + 1) * unit, now - max(0, n - 1) * unit, ago.group(0))
-    last = _LAST_SPAN.search(text) or re.search(r"\bthis\s+(week|month|year)\b", text)
+    spanned = _LAST_SPAN.search(text)
+    last = spanned or re.search(r"\bthis\s+(week|month|year)\b", text)
     if last is not None:
         unit_name = last.group(last.lastindex or 1).lower()
-        n = _count(last.group(1)) if last.re is _LAST_SPAN else 1
+        n = _count(last.group(1)) if spanned is not None else 1
         said = last.group(0).lower()
         return Window(
             now - n * _UNIT_MS[unit_name], 2**62, said if said.startswith("this") else f"in the {said}"
@@ -2852,7 +2854,7 @@ def failed_runs_first(
 # fixes, at most FIXES_LISTED of them; with nothing linked, the ranking answers as before.
 FIXES_LISTED = 5
 FIX_RELATIONS = ("commit", "retry")
-_ASKS_FIX = re.compile(
+_ASKS_FIX = lazyre.compile(
     r"\bwhat\s+(?:finally\s+|eventually\s+|actually\s+)?fixed\b"
     r"|\bwhich\s+(?:commits?|changes?|runs?|commands?|edits?)\s+(?:finally\s+|eventually\s+|actually\s+)?fixed\b"
     r"|\bhow\s+(?:did|do|have|had)\s+(?:i|we|you|they|someone|somebody)\s+(?:finally\s+|eventually\s+)?fix(?:ed)?\b"
@@ -2971,7 +2973,7 @@ def fixes_first(
 # linked to a failure (the commit made after it, the passing re-run: FIX_RELATIONS), and the attempts are
 # what was run from the first failure it fixed up to it, oldest first: not what came before a command that
 # shares the question's words (a re-run that failed again, the `git commit -m "Fix …"`), nearest first.
-_BEFORE_FIX = re.compile(
+_BEFORE_FIX = lazyre.compile(
     r"\bbefore\s+(?:(?:the|my|our|that|this|its)\s+fix\b|fixing\b|(?:i|we|you)\s+fixed\b|it\s+(?:was|got)\s+fixed\b)",
     re.IGNORECASE,
 )
@@ -3082,6 +3084,8 @@ def fix_patch(store: SearchStore, command: str, sha: str) -> str | None:
     diffs = [(diff_id, ref.split(":", 1)[-1]) for diff_id, ref in store.diffs_of(sha)]
     if not diffs:
         return None
+    from nexusmem.link import tested_names  # the linker's module: only for a failure's fix, when one is shown
+
     named = [word.split("::", 1)[0].strip("\"'") for word in command.split()]
     tested = {name for word in named for name in tested_names(word)}
     for diff_id, path in diffs:
@@ -3253,14 +3257,14 @@ def above(top: float, count: int, step: int) -> float:
 # newest held): its commits when it asks for commits, its commands when it asks what was run or tried, else
 # both, in one timeline. No node holds the word "commit".
 ACTIVITY_LISTED = 10
-_ASKS_RECENT = re.compile(
+_ASKS_RECENT = lazyre.compile(
     r"\b(?:last|latest|newest|recent|recently|lately|yesterday|today|tonight|ago|so far"
     r"|this (?:morning|afternoon|evening|week|month)|just now)\b",
     re.IGNORECASE,
 )
 # A question about one's own doings asks about lately by its grammar, with no time word: "what have I been
 # doing", "what was I working on", "what did I run", "what have I been up to", "where was I".
-_ASKS_OWN_WORK = re.compile(
+_ASKS_OWN_WORK = lazyre.compile(
     r"\bwhat\s+(?:have|had|did|do|was|were|am|are|has|is)\s+(?:i|we|(?:the|my|our)\s+agents?|"
     r"claude(?:\s+code)?|codex|gemini|cursor|copilot)\s+(?:just\s+|been\s+)?"
     r"(?:doing|done|do|did|working|work|worked|up\s+to|busy\s+with|running|run|ran|trying|tried|try"
@@ -3268,17 +3272,17 @@ _ASKS_OWN_WORK = re.compile(
     r"|^\W*where\s+(?:was|were)\s+(?:i|we)\W*$|\bwhere\s+did\s+(?:i|we)\s+leave\s+off\b",
     re.IGNORECASE,
 )
-_ASKS_COMMANDS = re.compile(
+_ASKS_COMMANDS = lazyre.compile(
     r"\b(?:ran|run|runs|running|command|commands|typed|typing|executed|terminal|shell)\b", re.I
 )
 # What was tried is what was run ("what did I try last"): read only where nothing else is named (the recent-work
 # listing); a symptom story's "I tried setting X" is no question about commands.
-_ASKS_TRIED = re.compile(r"\b(?:try|tried|tries|trying|attempt|attempted|attempts)\b", re.I)
-_ASKS_COMMITS = re.compile(
+_ASKS_TRIED = lazyre.compile(r"\b(?:try|tried|tries|trying|attempt|attempted|attempts)\b", re.I)
+_ASKS_COMMITS = lazyre.compile(
     r"\b(?:commit|commits|committed|committing|change|changes|changed|changing|push|pushed|merged)\b", re.I
 )
 # "the last 3 commits": a count of items; "the last 2 days" is a time (_LAST_SPAN), no count.
-_LAST_COUNT = re.compile(
+_LAST_COUNT = lazyre.compile(
     r"\b(?:last|latest|newest|recent)\s+(\d+|two|three|four|five|six|seven|eight|nine|ten)\s+"
     r"(?!(?:minute|min|hour|hr|day|week|wk|month|year|yr)s?\b)\w+",
     re.I,
@@ -3357,7 +3361,7 @@ _NOT_A_TOPIC = _NOT_A_SUBJECT | frozenset(
 # little), and a time cue lifts a fresh match by 3× at most.
 FILE_CHANGES_LISTED = 10
 FILE_CHANGES_IN_WINDOW = 50
-_ASKS_CHANGED = re.compile(
+_ASKS_CHANGED = lazyre.compile(
     r"\bwhat(?:'s|\s+has|\s+have|\s+had)?\s+(?:been\s+|got\s+)?(?:changed|modified|touched)\b"
     r"|\bwhat\s+(?:was|were|got|has\s+been|have\s+been)\s+(?:changed|modified|touched)\b"
     r"|\bwhat\s+(?:did|have|has|had)\s+(?:i|we|you|they|someone|anyone|somebody|anybody)\s+"
@@ -3370,7 +3374,7 @@ _ASKS_CHANGED = re.compile(
 # X", "X's history", "recent changes to X": the file's history is asked for as much as by "what changed in X
 # recently", and is answered by the same listing (newest first, renames followed). Ranked, a 2021 commit
 # whose message said "changed" came first, the file's last commit 13th, docs and other files among them.
-_ASKS_FILE_HISTORY = re.compile(
+_ASKS_FILE_HISTORY = lazyre.compile(
     r"\bwho\s+(?:last\s+|most\s+recently\s+)?(?:changed|modified|touched|edited|updated|committed\s+to)\b"
     r"|\bwhen\s+(?:was|were|did)\b.*?\blast\s+(?:changed|modified|touched|edited|updated|change|modify|touch"
     r"|edit|update)\b"
@@ -3379,7 +3383,7 @@ _ASKS_FILE_HISTORY = re.compile(
     re.IGNORECASE,
 )
 # "Who changed X last", "when was X last changed": the last change and its author are said (_last_change_note).
-_ASKS_LAST_CHANGE = re.compile(
+_ASKS_LAST_CHANGE = lazyre.compile(
     r"\bwho\s+(?:last\s+|most\s+recently\s+)?(?:changed|modified|touched|edited|updated|committed\s+to)\b"
     r"|\bwhen\s+(?:was|were|did)\b.*?\blast\s+(?:changed|modified|touched|edited|updated|change|modify|touch"
     r"|edit|update)\b",
@@ -3412,7 +3416,7 @@ _FILE_CHANGE_WORDS = frozenset(
         "ever",
     ]
 )
-_FILE_LIKE = re.compile(r"[\w.@+-]+(?:/[\w.@+-]+)*")
+_FILE_LIKE = lazyre.compile(r"[\w.@+-]+(?:/[\w.@+-]+)*")
 
 
 class NamedFile(NamedTuple):
@@ -4042,12 +4046,12 @@ def strength(found: Retrieved) -> Strength:
 # A name as a question writes it: 4+ letters with an upper- and a lower-case one ("GraphQL", "Kafka"), not
 # the question's first word. All-capital words are left out: "CPU", "RAM", "OOM" are how people describe a
 # symptom, and memory need not hold them for the question to be answerable.
-_NAME = re.compile(r"(?<![\w.])[A-Za-z]{4,}(?![\w])")
+_NAME = lazyre.compile(r"(?<![\w.])[A-Za-z]{4,}(?![\w])")
 
 
 # An exception or a type the user saw ("TypeError", "NoneType", "DeprecationWarning") is part of the symptom,
 # not a thing the question asks about: memory need not hold it for the question to be answerable.
-_SEEN_NAME = re.compile(r"(error|exception|warning|type)$", re.IGNORECASE)
+_SEEN_NAME = lazyre.compile(r"(error|exception|warning|type)$", re.IGNORECASE)
 
 
 def names_absent(text: str, absent: list[str]) -> bool:
@@ -4635,7 +4639,7 @@ def sections_fed(
 # line. Compared among the first TWIN_DEPTH doc sections (their bodies are read for packing anyway).
 TWIN_DEPTH = 40
 TWIN_JACCARD = 0.9
-_WORDS = re.compile(r"\w+")
+_WORDS = lazyre.compile(r"\w+")
 
 
 def doc_twins(
@@ -4826,7 +4830,7 @@ def binding_least(note: str) -> str:
     return _NAMED_COMMIT.sub(" is ", note)
 
 
-_NAMED_COMMIT = re.compile(r" is commit [0-9a-f]{7,40}, which is ")
+_NAMED_COMMIT = lazyre.compile(r" is commit [0-9a-f]{7,40}, which is ")
 
 
 def linked_fixes(
