@@ -704,6 +704,21 @@ def reports_failure(text: str) -> bool:
     return _FAILURE.search(text) is not None
 
 
+# How a run that did not finish is told besides (`reports_run_failure`): "once the tests ran out of database
+# connections", "the build died", "the job hung", "the rebase stopped on a conflict". Not in _FAILURE: that one decides how the learned step
+# reads a question (retrieve.rerank's "failure" condition), learned as it stands.
+_RUN_TROUBLE = lazyre.compile(
+    r"\b(?:ran|run|runs|running) out of\b|\bout of (?:memory|disk|space)\b"
+    r"|\b(?:died|dies|hung|hangs?|killed|stopped|timed? ?out|fell over|segfault\w*|oom(?:ed)?|conflicts?)\b",
+    re.IGNORECASE,
+)
+
+
+def reports_run_failure(text: str) -> bool:
+    """Whether TEXT reports that something went wrong (reports_failure) or that a run did not finish."""
+    return reports_failure(text) or _RUN_TROUBLE.search(text) is not None
+
+
 # The operating systems a text names, by the words people and commits use for them: a system's names, its
 # distributions, and the kernel interfaces and toolchains only it has (a change to `inotify.go` or one that
 # says "kqueue" is about Linux or the BSDs and macOS, whatever its subject says). Written from general
@@ -768,13 +783,15 @@ def platforms_named(text: str) -> frozenset[str]:
 
 
 # What a question calls a run of something, and the commands that are such runs: "which tests failed" asks
-# about `npm test`, `pytest`, `node --test`… (query.failed_runs_first lists them). The one vocabulary of it:
+# about `npm test`, `pytest`, `node --test`… (query.failed_runs_first lists them), "once CI went red" about
+# `gh run watch`, "which migration failed" about `alembic upgrade head`, "the dev server wouldn't start"
+# about `python -m app serve` (query.with_neighbours' anchor is one of them). The one vocabulary of it:
 # each entry is the question's words for the run and the runners' words. A command is such a run when its
 # words hold a runner's words in a row, anywhere (`uv run pytest -x`, `vendor/bin/phpunit`, `npm run
 # test:unit`, `cd web && yarn build`).
 _RUNS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
-        r"tests?|testing|specs?|test ?suites?",
+        r"tests?|testing|specs?|(?:test ?)?suites?",
         ("npm test", "npm t", "npm run test", "yarn test", "yarn run test", "pnpm test", "pnpm run test",
          "bun test", "deno test", "node --test", "jest", "vitest", "mocha", "ava", "karma", "playwright test",
          "cypress run", "pytest", "py.test", "tox", "nox", "unittest", "cargo test", "cargo nextest",
@@ -785,9 +802,9 @@ _RUNS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     (
         r"builds?|building|compil\w*",
-        ("make", "cmake", "ninja", "cargo build", "cargo check", "go build", "npm run build", "yarn build",
+        ("build", "dist", "electron-builder", "make", "cmake", "ninja", "cargo build", "cargo check", "go build", "npm run build", "yarn build",
          "yarn run build", "pnpm build", "pnpm run build", "bun run build", "tsc", "webpack", "vite build",
-         "docker build", "docker compose build", "docker buildx", "mvn", "gradle build", "gradlew build",
+         "docker build", "docker compose build", "docker buildx", "mvn", "gradle", "gradlew",
          "dotnet build", "bazel build", "meson compile", "gcc", "g++", "clang", "cc", "javac", "rustc",
          "swift build", "zig build", "xcodebuild", "msbuild", "python -m build", "setup.py build"),
     ),
@@ -799,6 +816,31 @@ _RUNS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         r"type ?check\w*|types",
         ("mypy", "pyright", "tsc", "flow", "pytype", "npm run typecheck", "make typecheck"),
+    ),
+    (
+        r"ci|workflows?|pipelines?",
+        ("gh run", "gh workflow", "gh pr checks", "glab ci", "circleci"),
+    ),
+    (
+        r"deploy\w*|rollouts?",
+        ("deploy", "kubectl apply", "kubectl rollout", "helm upgrade", "helm install", "terraform apply",
+         "vercel", "ansible-playbook"),
+    ),
+    (
+        r"migrat\w*",
+        ("migrate", "alembic", "flyway", "goose", "dbmate", "liquibase", "ecto.migrate", "diesel migration"),
+    ),
+    (
+        r"install\w*|dependenc\w*|deps",
+        ("install", "npm ci", "npm i", "yarn add", "pnpm add", "poetry lock", "poetry add", "poetry update",
+         "uv sync", "uv add", "bundle update", "cargo update", "cargo add", "go mod", "go get",
+         "composer update", "composer require", "mix deps.get"),
+    ),
+    (
+        r"(?:dev )?servers?",
+        ("serve", "server", "runserver", "http.server", "npm run dev", "npm start", "npm run start", "yarn dev",
+         "yarn start", "pnpm dev", "pnpm start", "vite", "next dev", "next start", "nuxt dev", "rails s",
+         "flask run", "uvicorn", "gunicorn", "phx.server"),
     ),
 )  # fmt: skip
 _COMMAND_SPLIT = lazyre.compile(r"[\s;&|():]+")

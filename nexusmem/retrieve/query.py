@@ -47,6 +47,7 @@ from nexusmem.retrieve.intent import (
     release_version,
     removed_name,
     reports_failure,
+    reports_run_failure,
     runs_named,
     sequence,
     still_asked,
@@ -773,11 +774,13 @@ def retrieve(
     bm25_hits, bm25_total = search.bm25_scored(
         store, words.words, limit=limit, as_of=as_of, since=since, until=until
     )
-    if question.cue is not None and since is None and bm25_hits:
-        # A question about recent work ("my push was rejected just now") can match hundreds of old runs
-        # of the same command: the candidate cut, made on words alone, would drop the recent ones before
-        # recency counts. The words are asked again within the last CUE_WINDOW_MS, and both lists kept.
-        newest = question.cue.anchor_ms or store.reference_time(as_of)
+    if (question.cue is not None or question.then is not None) and since is None and bm25_hits:
+        # A question about recent work ("my push was rejected just now", "once compose couldn't bind the
+        # port, what did I do") can match hundreds of old runs of the same command: the candidate cut,
+        # made on words alone, would drop the recent ones before recency counts. The words are asked again
+        # within the last CUE_WINDOW_MS, and both lists kept.
+        cued = question.cue.anchor_ms if question.cue is not None else None
+        newest = cued or store.reference_time(as_of)
         if newest is not None:
             recent, _ = search.bm25_scored(
                 store,
@@ -1250,9 +1253,10 @@ def retrieve(
             question.then,
             found,
             latest=_AGAIN.search(question.text) is not None,
-            failed=reports_failure(question.text),
+            failed=reports_run_failure(question.text),
             between=_BETWEEN.search(question.text) is not None,
             asked=question.text,
+            window=sequence_window(store, question, as_of, since, until),
             as_of=as_of,
             since=since,
             until=until,
@@ -2420,6 +2424,86 @@ def _lexical(evidence: dict[str, Evidence], node: StoredNode) -> float:
     return found.lexical if found is not None else 0.0
 
 
+def _semantic(evidence: dict[str, Evidence], node: StoredNode) -> float:
+    """NODE's vector evidence (0 for a node the vectors did not find)."""
+    found = evidence.get(node.id)
+    return found.semantic if found is not None else 0.0
+
+
+# Failures of the runs a question names no further apart than this are one episode: "as soon as the session
+# suite broke, what did I run next?" asks about its first failure, not the narrowed rerun that failed too.
+EPISODE_GAP_MS = 3_600_000
+
+
+def episode_start(last: StoredNode, runs: list[StoredNode]) -> StoredNode:
+    """The first failure of the episode LAST (a failed run) ends: going back through RUNS (the runs a question
+    names, passing and failing), each failure EPISODE_GAP_MS or less before the next one, until a run that
+    passed or a longer gap."""
+    first = last
+    for run in sorted((n for n in runs if n.ts < last.ts), key=lambda n: n.ts, reverse=True):
+        if first.ts - run.ts > EPISODE_GAP_MS or run.meta.get("exit") in (0, None):
+            break
+        first = run
+    return first
+
+
+# The most runs of a kind a question names read from its window for its anchor (with_neighbours), newest
+# first: a month of test runs is a few hundred.
+KIND_RUNS = 500
+
+
+def _runs_between(
+    store: SearchStore,
+    kinds: list[Runs],
+    window: tuple[int, int],
+    listed: set[str],
+    as_of: int | None,
+    since: int | None,
+    until: int | None,
+) -> list[StoredNode]:
+    """The runs of KINDS in WINDOW (LOW, HIGH epoch ms) not among the ids LISTED, newest first: at most
+    KIND_RUNS of them, those recorded by AS_OF and within SINCE..UNTIL."""
+    rows = store.shell_commands_between(*window)
+    ids = [row[0] for row in reversed(rows) if row[0] not in listed and _runs_of(row[1], kinds)][:KIND_RUNS]
+    nodes = store.get_many(ids, light=True)
+    return [nodes[i] for i in ids if i in nodes and _within(nodes[i], as_of, since, until)]
+
+
+def sequence_window(
+    store: SearchStore, question: Question, as_of: int | None, since: int | None, until: int | None
+) -> tuple[int, int] | None:
+    """Where the run a "what did I do after X" question names is looked for: the time it asks about
+    (_asked_window), a vague one ("last week", "three days ago") as long again before it (last week's
+    Monday is nine days ago on a Wednesday); else the CUE_WINDOW_MS up to the newest record; None with no
+    record."""
+    newest = store.reference_time(as_of)
+    asked = _asked_window(question, since, until)
+    if asked is not None:
+        if asked.exact or newest is None:
+            return asked.low, asked.high
+        return asked.low - (min(asked.high, newest) - asked.low), asked.high
+    return None if newest is None else (newest - CUE_WINDOW_MS, newest)
+
+
+# What a sequence question asks for ("which CI command did I run just before checking the formatting"): a
+# kind of run it names there is the answer's, not the anchor's.
+_ASKING = lazyre.compile(
+    r"\b(?:what|which)\b(?:\s+[\w-]+){0,3}?\s+(?:did|do|have|had)\s+(?:i|we)\s+\w+", re.IGNORECASE
+)
+# A command's words, its paths' and identifiers' parts too (`tests/test_ws_presence.py`: presence).
+_ALNUM = lazyre.compile(r"[a-z0-9]+")
+
+
+def _in_span(node: StoredNode, window: tuple[int, int] | None) -> bool:
+    return window is None or window[0] <= node.ts <= window[1]
+
+
+def _runs_of(command: str, kinds: list[Runs]) -> bool:
+    """Whether COMMAND is a run of one of KINDS (intent.runs_named): `gh run watch` of "CI", `pytest` of "tests"."""
+    words = command_words(resolved.failed_part(command))
+    return any(is_run(words, kind) for kind in kinds)
+
+
 def with_neighbours(
     store: SearchStore,
     scored: list[tuple[StoredNode, float]],
@@ -2430,43 +2514,79 @@ def with_neighbours(
     failed: bool = False,
     between: bool = False,
     asked: str = "",
+    window: tuple[int, int] | None = None,
     as_of: int | None = None,
     since: int | None = None,
     until: int | None = None,
 ) -> tuple[list[tuple[StoredNode, float]], StoredNode | None]:
     """SCORED with the shell commands run right after (THEN `after`) or before its anchor put first, nearest
     first, the anchor right after them, and the anchor (None: no anchor, or nothing run next to it, and
-    SCORED unchanged). The neighbours answer the question, the anchor is what makes them the answer. The anchor is the best ranked shell
-    command among the first SEQUENCE_ANCHORS results whose words match the question nearly as well as the
-    best such match does (EVIDENCE: a command the vectors brought is no anchor); of those, one that failed
-    when FAILED (the question reports a failure), and the latest when LATEST ("before I pushed again")."""
-    shells = [(n, v) for n, v in scored[:SEQUENCE_ANCHORS] if n.kind == "shell_command"]
-    wide = not shells
+    SCORED unchanged). The neighbours answer the question, the anchor is what makes them the answer. The
+    anchor is a run of a kind of run the question names (intent.runs_named: "once CI went red" names `gh run
+    watch`), among SCORED or in WINDOW (sequence_window), those holding most of its other words, else
+    those nearest it by vector; else, among the first SEQUENCE_ANCHORS results (anywhere when none is a
+    command, by its words alone: EVIDENCE), a command whose words match it nearly as well as the best.
+    Of those, one that failed when FAILED (the question reports a failure); of a kind's runs the latest
+    ("as soon as the session suite broke" asks about the last time it broke, not a run of months ago whose
+    words the vectors liked better; an older one is asked about with a time, whose window holds the
+    search), else the best ranked (the latest when LATEST: "before I pushed again"). After a failure, the
+    first of its episode (episode_start)."""
+    naming = _ASKING.sub(" ", asked)  # the question without what it asks for: what names the anchor
+    kinds = runs_named(naming)
+    shells = [n for n, _ in scored if n.kind == "shell_command"]
+    # A kind of run it names ("once CI went red": `gh run watch`) names its runs, those of the list and those
+    # of WINDOW the words did not bring; else the commands whose words match it best.
+    pool = [n for n in shells if _runs_of(n.ref, kinds) and _in_span(n, window)] if kinds else []
+    if kinds and window is not None:
+        pool += _runs_between(store, kinds, window, {n.id for n in shells}, as_of, since, until)
+    by_kind = bool(pool)
+    most = 0
+    if by_kind:
+        # Of those, the ones holding most of its other words ("the session suite": `pytest
+        # tests/test_session.py`, not `pytest tests/test_cache.py`); all of them when none holds one.
+        words = {w for w in search.terms(naming) if not _ignorable(w)} - {
+            w for kind in kinds for w in kind.words
+        }
+        held = {n.id: len(words.intersection(_ALNUM.findall(n.ref.lower()))) for n in pool}
+        most = max(held.values())
+        pool = [n for n in pool if held[n.id] == most]
+    else:
+        pool = [n for n, _ in scored[:SEQUENCE_ANCHORS] if n.kind == "shell_command"]
+    wide = not pool
     if wide:
         # "My push was rejected, what did I do after that?": old commits and docs that say "push" can fill
         # the first results; a command whose words match anywhere among the candidates is still the one the
         # question names.
-        shells = [(n, v) for n, v in scored if n.kind == "shell_command" and _lexical(evidence, n) > 0]
-    if not shells:
-        return scored, None
-    best = max(_lexical(evidence, n) for n, _ in shells)
-    named = [(n, v) for n, v in shells if _lexical(evidence, n) >= ANCHOR_SHARE * best]
+        pool = [n for n in shells if _lexical(evidence, n) > 0]
+    every = pool  # passing and failing: where an episode of failures began (episode_start)
     if failed:  # "after cargo refused to build": the run that failed, not the one that passed later
-        failing = [(n, v) for n, v in named if n.meta.get("exit") not in (0, None)]
-        named = failing or ([] if wide else named)  # far down, only a run that failed is the one it names
+        failing = [n for n in pool if n.meta.get("exit") not in (0, None)]
+        pool = failing or ([] if wide else pool)  # far down, only a run that failed is the one it names
+    best = max((_lexical(evidence, n) for n in pool), default=0.0)
+    if by_kind and not most:
+        # None holding another of its words: the ones nearest it by vector ("the android debug build":
+        # `./gradlew assembleDebug`, not the `make lint` of yesterday), when the vectors found any.
+        near = max((_semantic(evidence, n) for n in pool), default=0.0)
+        named = [n for n in pool if _semantic(evidence, n) >= ANCHOR_SHARE * near]
+    else:  # those whose words match it nearly as well as the best (the plain run before its variants)
+        named = [n for n in pool if _lexical(evidence, n) >= ANCHOR_SHARE * best]
     if not named:
         return scored, None
     # "After `pytest -q` failed": a command whose whole text the question quotes is the one it names, not a
     # longer one sharing its words (`pytest tests/test_cli.py -q -x`).
     said = " ".join(asked.lower().split())
-    quoted = [(n, v) for n, v in named if " ".join(n.ref.lower().split()) in said]
+    quoted = [n for n in named if " ".join(n.ref.lower().split()) in said]
     named = quoted or named
-    pair = [n for n, _ in named[:2]]
+    pair = named[:2]
     if between and len(pair) == 2 and abs(pair[0].ts - pair[1].ts) <= SEQUENCE_WINDOW_MS:
         # "In between the two failed builds": what followed the first of the two runs it names.
         anchor = min(pair, key=lambda n: n.ts)
     else:
-        anchor = max(named, key=lambda item: item[0].ts)[0] if latest else named[0][0]
+        # Of a kind's runs, the latest (its words chose none: "once CI went red"); of the words' matches,
+        # the best ranked.
+        anchor = max(named, key=lambda n: n.ts) if by_kind or latest else named[0]
+        if failed and then == "after":
+            anchor = episode_start(anchor, every)
     top = scored[0][1]
     ids = store.shell_neighbours(
         anchor, after=then == "after", limit=SEQUENCE_STEPS, window_ms=SEQUENCE_WINDOW_MS, as_of=as_of
@@ -2557,15 +2677,32 @@ _NOT_A_SUBJECT = frozenset(
         "repositories",
         "codebase",
         "codebases",
+        # What a failure to start says of a run, and the contractions of its "wouldn't" and "didn't" (the
+        # index splits "wouldn't" into "wouldn" and "t"): "the dev server wouldn't start" names the server.
+        "start",
+        "started",
+        "starting",
+        "wouldn",
+        "couldn",
+        "didn",
+        "doesn",
+        "don",
+        "won",
+        "isn",
+        "wasn",
+        "weren",
+        "aren",
+        "cannot",
     ]
 )
 _UNIT_MS = {"minute": 60_000, "hour": 3_600_000, "day": 86_400_000, "week": 7 * 86_400_000}
 _UNIT_MS |= {"month": 30 * 86_400_000, "year": 365 * 86_400_000}
 _COUNT = r"(\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|few|a few|couple of|a couple of)"
 _LAST_SPAN = lazyre.compile(rf"\b(?:last|past)\s+(?:{_COUNT}\s+)?(minute|hour|day|week|month|year)s?\b", re.I)
-# "a week ago", and as people say it: "a week or so ago", "a day or two ago".
+# "a week ago", and as people say it: "a week or so ago", "a day or two ago", "two and a half hours ago".
 _AGO_SPAN = lazyre.compile(
-    rf"\b{_COUNT}\s+(minute|hour|day|week|month|year)s?{timecue.LOOSELY}\s+ago\b", re.I
+    rf"\b{_COUNT}{timecue.HALF}\s+(minute|hour|day|week|month|year)s?{timecue.HALF}{timecue.LOOSELY}\s+ago\b",
+    re.I,
 )
 _NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7}
 _NUMBERS |= {"eight": 8, "nine": 9, "ten": 10, "few": 3, "a few": 3, "couple of": 2, "a couple of": 2}

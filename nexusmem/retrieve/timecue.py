@@ -26,6 +26,8 @@ _MONTHS = (
 # How sure the asker is of an age, between its unit and "ago": "a week or so ago", "a day or two ago" (here
 # and in the window a failure report's time gives, retrieve.query).
 LOOSELY = r"(?:\s+or\s+(?:so|two|three))?"
+# And a half of a unit, before it or after it: "two and a half hours ago", "an hour and a half ago".
+HALF = r"(?:\s+and\s+a\s+half)?"
 # Phrases that ask about time relative to now. "last" alone is left out: "the last argument" is not a time.
 _RELATIVE_SOURCE = (
     r"\b(?:"
@@ -34,7 +36,7 @@ _RELATIVE_SOURCE = (
     r"|last\s+(?:night|week|month|year|time|thing|attempt|try|run|change|commit|push|few\s+\w+|couple\s+of\s+\w+)"
     r"|(?:try|tried|did|ran|run|changed|broke|failed|fixed|touched)\s+last(?:\s+time)?"
     r"|(?:\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|few|a\s+few|couple\s+of|several)"
-    rf"\s+(?:minutes?|hours?|days?|weeks?|months?){LOOSELY}\s+ago"
+    rf"{HALF}\s+(?:minutes?|hours?|days?|weeks?|months?){HALF}{LOOSELY}\s+ago"
     r"|(?:past|last)\s+(?:\d+\s+|few\s+|couple\s+of\s+)?(?:hour|hours|days|weeks|months)"
     r")\b"
 )

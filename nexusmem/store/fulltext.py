@@ -164,7 +164,7 @@ class FullTextMixin:
                 # sorting cost ~40% more at 25k matches.
                 parts.append(
                     f"SELECT * FROM (SELECT rowid AS r, {score} AS s FROM {table}"
-                    f" WHERE {table} MATCH ? ORDER BY s, rowid LIMIT ?)"
+                    f" WHERE {table} MATCH ? ORDER BY s, rowid DESC LIMIT ?)"
                 )
                 params += [expr, limit * 2]
             else:
@@ -172,13 +172,13 @@ class FullTextMixin:
                 parts.append(
                     f"SELECT * FROM (SELECT {table}.rowid AS r, {score} AS s FROM {table}"
                     f" JOIN nodes m ON m.seq = {table}.rowid WHERE {table} MATCH ? AND {' AND '.join(clauses)}"
-                    " ORDER BY s, m.seq LIMIT ?)"
+                    " ORDER BY s, m.seq DESC LIMIT ?)"
                 )
                 params += [expr, *values, limit * 2]
         sql = (
             f"SELECT n.id, hits.score FROM (SELECT r, SUM(s) AS score FROM ({' UNION ALL '.join(parts)})"
-            " GROUP BY r ORDER BY score, r LIMIT ?) AS hits JOIN nodes n ON n.seq = hits.r"
-            " ORDER BY hits.score, hits.r"
+            " GROUP BY r ORDER BY score, r DESC LIMIT ?) AS hits JOIN nodes n ON n.seq = hits.r"
+            " ORDER BY hits.score, hits.r DESC"
         )
         params.append(limit)
         try:
@@ -205,8 +205,8 @@ class FullTextMixin:
             # sorting cost ~40% more at 25k matches.
             sql = (
                 f"SELECT n.id, hits.score FROM (SELECT rowid AS r, {score} AS score FROM nodes_fts"
-                " WHERE nodes_fts MATCH ? ORDER BY score, rowid LIMIT ?) AS hits"
-                " JOIN nodes n ON n.seq = hits.r ORDER BY hits.score, hits.r"
+                " WHERE nodes_fts MATCH ? ORDER BY score, rowid DESC LIMIT ?) AS hits"
+                " JOIN nodes n ON n.seq = hits.r ORDER BY hits.score, hits.r DESC"
             )
             params: list[Any] = [match, limit]
         else:
@@ -214,7 +214,7 @@ class FullTextMixin:
             clauses, values = _window_filters("nodes_fts", "n", as_of, since, until, seqs)
             sql = (
                 f"SELECT n.id, {score} AS score FROM nodes_fts JOIN nodes n ON n.seq = nodes_fts.rowid"
-                f" WHERE nodes_fts MATCH ? AND {' AND '.join(clauses)} ORDER BY score, n.seq LIMIT ?"
+                f" WHERE nodes_fts MATCH ? AND {' AND '.join(clauses)} ORDER BY score, n.seq DESC LIMIT ?"
             )
             params = [match, *values, limit]
         try:

@@ -1,0 +1,134 @@
+"""Questions about the asker's own recent runs, as a person asks them: the run named by what kind of run it
+is ("once CI went red"), the latest time it broke and the first failure of that episode, a run the
+question's words do not hold, and a time said with a half ("two and a half hours ago"). A real repository,
+the shell-log contract's lines, a real sync, the CLI's JSON."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from helpers import commit, query_json, run_cli, write_commands
+
+DAY = 86_400
+NOW = int(time.time())
+
+
+def write_recent(repo: Path, session: str) -> None:
+    """Lines of "MINUTES-AGO EXIT COMMAND" into the shell log, run in REPO."""
+    entries = []
+    for line in session.strip().splitlines():
+        minutes, code, command = line.strip().split(" ", 2)
+        entries.append((NOW * 1000 - int(minutes) * 60_000, command, int(code)))
+    write_commands(repo, entries)
+
+
+def synced(repo: Path, session: str, old: Sequence[tuple[int, str, int]] = ()) -> Path:
+    """REPO with one old commit, OLD (ts ms, command, exit) and SESSION in the shell log, synced."""
+    commit(repo, "Add the app", {"app.py": "PORT = 8080\n"}, when=NOW - 400 * DAY)
+    if old:
+        write_commands(repo, old)
+    write_recent(repo, session)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    return repo
+
+
+def first_note(found: dict[str, object]) -> str:
+    notes = found["notes"]
+    assert isinstance(notes, list)
+    return next((n for n in notes if n.startswith("first:")), "")
+
+
+def test_a_kind_of_run_names_the_run_the_question_is_about(repo: Path) -> None:
+    """ "Once CI went red" names `gh run watch`, whose words it does not share; a test run that failed
+    after it, holding the question's "sentry", is not the run that went red."""
+    synced(
+        repo,
+        """
+        180 1 gh run watch
+        175 0 gh run view --log-failed
+        170 1 env -u SENTRY_DSN pytest tests/test_config.py
+        160 0 git commit -am 'treat a missing SENTRY_DSN as reporting off'
+        150 0 git push origin main
+        """,
+    )
+    found = query_json(repo, "once CI went red on the sentry setting today, what did I look at first")
+    assert first_note(found).startswith("first: what was run after `gh run watch` (exit 1,"), found["notes"]
+    assert found["items"][0]["title"] == "gh run view --log-failed (exit 0)"
+
+
+def test_the_latest_time_it_broke_and_the_first_failure_of_that_time(repo: Path) -> None:
+    """ "As soon as the session suite broke": the suite broke months ago too, in a run whose words match the
+    question better, and today it failed, then a narrowed rerun failed too. The answer is what followed
+    today's first failure: the narrowed rerun."""
+    old = [(NOW * 1000 - 120 * DAY * 1000, "npm run test:session-suite", 1)]
+    old += [(NOW * 1000 - 120 * DAY * 1000 + 60_000, "npm install", 0)]
+    synced(
+        repo,
+        """
+        490 1 pytest tests/test_session.py
+        480 1 pytest tests/test_session.py -k cookie_expiry -x -vv
+        470 0 git log -p -3 -- src/session
+        440 0 pytest tests/test_session.py
+        """,
+        old,
+    )
+    found = query_json(repo, "as soon as the session suite broke, what did I run next?")
+    assert first_note(found).startswith("first: what was run after `pytest tests/test_session.py` (exit 1,")
+    assert found["items"][0]["title"] == "pytest tests/test_session.py -k cookie_expiry -x -vv (exit 1)"
+
+
+def test_the_newest_runs_of_a_command_run_every_day_are_candidates(repo: Path) -> None:
+    """`docker compose up -d`, run on three hundred days: the candidates cut on the words alone kept the
+    oldest runs, and the one that failed half an hour ago was not among them. A question about what was done
+    next (no time said) asks again within the last month."""
+    old = [(NOW * 1000 - (400 - day) * DAY * 1000, "docker compose up -d", 0) for day in range(300)]
+    synced(
+        repo,
+        """
+        40 1 docker compose up -d
+        38 0 docker ps --filter publish=8080
+        36 0 docker compose -p demo-old down
+        34 0 docker compose up -d
+        """,
+        old,
+    )
+    found = query_json(repo, "once docker compose up failed, what did I do to get it going")
+    assert first_note(found).startswith("first: what was run after `docker compose up -d` (exit 1,")
+    assert [it["title"] for it in found["items"][:2]] == [
+        "docker ps --filter publish=8080 (exit 0)",
+        "docker compose -p demo-old down (exit 0)",
+    ]
+
+
+def test_which_run_of_a_kind_failed_when(repo: Path) -> None:
+    """ "Which migration command failed two and a half hours ago": no word of it is in `alembic upgrade
+    head`, yet a migration is what alembic runs, and two and a half hours ago is a time."""
+    synced(
+        repo,
+        """
+        200 0 alembic upgrade head
+        150 1 alembic upgrade head
+        145 0 alembic downgrade -1
+        20 1 pytest tests/test_app.py
+        """,
+    )
+    found = query_json(repo, "which migration command failed two and a half hours ago")
+    assert found["items"][0]["title"] == "alembic upgrade head (exit 1)", found["items"][:3]
+    assert any(n.startswith("first: the failed runs of migration") for n in found["notes"]), found["notes"]
+
+
+def test_a_server_that_would_not_start(repo: Path) -> None:
+    """ "The dev server wouldn't start": "wouldn't" and "start" say how it failed, not which run it was."""
+    synced(
+        repo,
+        """
+        300 1 python -m app serve --port 8080
+        295 0 sudo lsof -iTCP:8080 -sTCP:LISTEN
+        290 0 python -m app serve --port 8080
+        100 1 pytest tests/test_app.py
+        """,
+    )
+    found = query_json(repo, "the dev server wouldn't start five hours ago, which command was that")
+    assert found["items"][0]["title"] == "python -m app serve --port 8080 (exit 1)", found["items"][:3]
