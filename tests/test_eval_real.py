@@ -261,6 +261,12 @@ def test_recent_work_questions_name_what_was_planted(tmp_path: Path) -> None:
     path.write_text(json.dumps(broken), encoding="utf-8")
     with pytest.raises(ev.EvalError, match=r"question recent-01: target .* names nothing planted"):
         ev.load_recent(path)
+    # Every recent-work set (recent.json … recent8.json) names only what it plants, with both kinds.
+    files = sorted(ev.QUESTIONS_DIR.glob("recent*.json"))
+    assert len(files) >= 8
+    for other in files:
+        _data, asked = ev.load_recent(other)
+        assert {q.kind for q in asked} == {"recent", "none"}, other
 
 
 @pytest.mark.slow
