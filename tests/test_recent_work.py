@@ -132,3 +132,22 @@ def test_a_server_that_would_not_start(repo: Path) -> None:
     )
     found = query_json(repo, "the dev server wouldn't start five hours ago, which command was that")
     assert found["items"][0]["title"] == "python -m app serve --port 8080 (exit 1)", found["items"][:3]
+
+
+def test_what_followed_the_run_that_finally_went_through(repo: Path) -> None:
+    """ "Once the migration finally went through": the run that passed after the migration had failed, not
+    the later run of it that passed first time, nor the status check between them. No word of the question
+    is indexed with the commands ("migration" is not "migrate"): the kind of run alone finds them."""
+    synced(
+        repo,
+        """
+        300 1 bin/rails db:migrate
+        295 0 bin/rails db:migrate:status
+        290 0 bin/rails db:migrate
+        285 0 bin/rails db:rollback STEP=3
+        280 0 bin/rails db:migrate
+        270 0 git add db/migrate
+        """,
+    )
+    found = query_json(repo, "once the migration finally went through, what did I run right after")
+    assert found["items"][0]["title"] == "bin/rails db:rollback STEP=3 (exit 0)", found["items"][:3]

@@ -2435,6 +2435,22 @@ def _semantic(evidence: dict[str, Evidence], node: StoredNode) -> float:
 EPISODE_GAP_MS = 3_600_000
 
 
+# "Once it finally went through", "when the build at last passed": the run asked about ended failures.
+_AT_LAST = lazyre.compile(r"\b(?:finally|at last|eventually)\b", re.IGNORECASE)
+
+
+def ended_failures(run: StoredNode, runs: list[StoredNode]) -> bool:
+    """Whether RUN passed and the last run of its command among RUNS before it failed, EPISODE_GAP_MS or less
+    before it."""
+    before = max((n for n in runs if n.ts < run.ts and n.ref == run.ref), key=lambda n: n.ts, default=None)
+    return (
+        run.meta.get("exit") in (0, None)
+        and before is not None
+        and before.meta.get("exit") not in (0, None)
+        and run.ts - before.ts <= EPISODE_GAP_MS
+    )
+
+
 def episode_start(last: StoredNode, runs: list[StoredNode]) -> StoredNode:
     """The first failure of the episode LAST (a failed run) ends: going back through RUNS (the runs a question
     names, passing and failing), each failure EPISODE_GAP_MS or less before the next one, until a run that
@@ -2570,6 +2586,10 @@ def with_neighbours(
         named = [n for n in pool if _semantic(evidence, n) >= ANCHOR_SHARE * near]
     else:  # those whose words match it nearly as well as the best (the plain run before its variants)
         named = [n for n in pool if _lexical(evidence, n) >= ANCHOR_SHARE * best]
+    if not failed and _AT_LAST.search(asked):
+        # "Once the migration finally went through": a run that passed after its runs had failed, not a
+        # later run that passed first time.
+        named = [n for n in named if ended_failures(n, every)] or named
     if not named:
         return scored, None
     # "After `pytest -q` failed": a command whose whole text the question quotes is the one it names, not a
@@ -2587,7 +2607,7 @@ def with_neighbours(
         anchor = max(named, key=lambda n: n.ts) if by_kind or latest else named[0]
         if failed and then == "after":
             anchor = episode_start(anchor, every)
-    top = scored[0][1]
+    top = scored[0][1] if scored else 1.0  # a run of a kind its words did not match: nothing else matched
     ids = store.shell_neighbours(
         anchor, after=then == "after", limit=SEQUENCE_STEPS, window_ms=SEQUENCE_WINDOW_MS, as_of=as_of
     )
