@@ -141,7 +141,8 @@ class FullTextMixin:
         """(id, score) of nodes matching the FTS5 expression MATCH, best first; score = -(exact BM25 +
         STEM_SHARE × stemmed BM25) with column WEIGHTS (title, body, words, notes), so higher is better.
         AS_OF keeps what was recorded by then; SINCE/UNTIL keep nodes whose event time lies in the window
-        (both ends inclusive, epoch ms).
+        (both ends inclusive, epoch ms). Of equal scores the last recorded come first: a command run every
+        day matches alike each time, and the cut at LIMIT keeps its newest runs, which recency then weighs.
 
         STEMMED also asks the porter index (with STEM_MATCH, MATCH when None; an empty one skips it) and
         adds its share: "crashed" then finds "crash", and an exact match (which matches both indexes)
