@@ -89,7 +89,7 @@ _TAIL = re.compile(r"""[^\s"'`]*""")
 # unless the whole glued word looks like a password: _glued).
 _VALUE_ENDS = frozenset(",;})]|&<>")
 # A call, a generic type or an index: `hash(pw)`, `Buffer<Uint8Array>`, `env[KEY]` are code, not values.
-_CODE_SHAPE = lazyre.Pattern(r"[A-Za-z_$][\w.$]*(?:<[^<>\s]*>|\([^()\s]*\)|\[[^\[\]\s]*\])+")
+_CODE_SHAPE = lazyre.compile(r"[A-Za-z_$][\w.$]*(?:<[^<>\s]*>|\([^()\s]*\)|\[[^\[\]\s]*\])+")
 
 # Bare config values that are code or types, not secrets (`password: str`, `token = None`).
 _NOT_VALUES = frozenset(
@@ -116,8 +116,8 @@ _NOT_VALUES = frozenset(
         "no",
     ]
 )
-_DOTTED_NAME = lazyre.Pattern(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
-_LINE_START_KEY = lazyre.Pattern(r"[ \t+\->]*(?:(?:export|set)[ \t]+)?[\"']?")
+_DOTTED_NAME = lazyre.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+_LINE_START_KEY = lazyre.compile(r"[ \t+\->]*(?:(?:export|set)[ \t]+)?[\"']?")
 _NOT_SECRET_KEY_NAMES = frozenset(
     [
         "PUBLIC_KEY",
@@ -169,7 +169,7 @@ class Rule:
     ) -> None:
         self.name = name
         self.kinds = kinds
-        self._pattern = lazyre.Pattern(pattern)
+        self._pattern = lazyre.compile(pattern)
         self.handler = handler
         self.lowered = lowered
         self.finder = finder
@@ -277,7 +277,7 @@ def _is_reference(value: str) -> bool:
     )
 
 
-_CAPS_WORD = lazyre.Pattern(r"[A-Z][A-Z_]{0,24}")
+_CAPS_WORD = lazyre.compile(r"[A-Z][A-Z_]{0,24}")
 
 
 # Values that stand for a secret in docs and samples; redacting them would hide nothing, keeping them keeps
@@ -303,7 +303,7 @@ _PLACEHOLDERS = frozenset(
         "mypassword",
     ]
 )
-_PLACEHOLDER_SHAPE = lazyre.Pattern(r"(?i)(?:your|my|insert|enter|put)[-_][\w-]*|[\w-]*[-_]here")
+_PLACEHOLDER_SHAPE = lazyre.compile(r"(?i)(?:your|my|insert|enter|put)[-_][\w-]*|[\w-]*[-_]here")
 
 
 def _is_path(value: str) -> bool:
@@ -318,7 +318,7 @@ def _is_path(value: str) -> bool:
     return not any(_RANDOM_SEGMENT.search(part) for part in value.split("/"))
 
 
-_RANDOM_SEGMENT = lazyre.Pattern(r"^(?=.*[a-z])(?=.*[A-Z])(?=.*\d)[A-Za-z0-9+=]{12,}$")
+_RANDOM_SEGMENT = lazyre.compile(r"^(?=.*[a-z])(?=.*[A-Z])(?=.*\d)[A-Za-z0-9+=]{12,}$")
 
 
 def _plain_value(value: str) -> bool:
@@ -335,13 +335,13 @@ def _plain_value(value: str) -> bool:
 
 # A version or a version range (`^9.0.0`, `~2.1.0`, `>=1.4`, `v18.6.1`, `5.0.2-beta.1`): a lockfile's value for
 # a package named like a secret (`"jsonwebtoken": "^9.0.0"`, `registry-auth-token: 5.0.2`).
-_VERSION = lazyre.Pattern(
+_VERSION = lazyre.compile(
     r"(?:[\^~=v]|[<>]=?)*\d+(?:\.\d+){1,3}"
     r"(?:-(?:alpha|beta|rc|pre|preview|dev|next|canary|snapshot|SNAPSHOT)(?:[.-]?\d{1,4})?)?"
 )
 
 
-_IDENTIFIER_PART = lazyre.Pattern(r"[A-Za-z]+\d{0,2}|\d{1,2}")
+_IDENTIFIER_PART = lazyre.compile(r"[A-Za-z]+\d{0,2}|\d{1,2}")
 
 
 def _identifier_like(value: str) -> bool:
@@ -355,10 +355,10 @@ def _identifier_like(value: str) -> bool:
     return not words or sum(map(len, words)) >= 3 * len(words)
 
 
-_CAMEL_WORD = lazyre.Pattern(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
+_CAMEL_WORD = lazyre.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
 
 
-_SEPARATORS = lazyre.Pattern(r"[_.\-/:]")
+_SEPARATORS = lazyre.compile(r"[_.\-/:]")
 
 
 def _looks_random(value: str) -> bool:
@@ -422,9 +422,9 @@ def _value(kind: str | Callable[[re.Match[str], str], str]) -> Handler:
     return handle
 
 
-_PEM_BEGIN = lazyre.Pattern(r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY( BLOCK)?-----")
-_PEM_END = lazyre.Pattern(r"-----END[A-Z0-9 ]{0,40}PRIVATE KEY( BLOCK)?-----")
-_PEM_BODY = lazyre.Pattern(r"[A-Za-z0-9+/=\s\\:,.-]{0,16384}")
+_PEM_BEGIN = lazyre.compile(r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY( BLOCK)?-----")
+_PEM_END = lazyre.compile(r"-----END[A-Z0-9 ]{0,40}PRIVATE KEY( BLOCK)?-----")
+_PEM_BODY = lazyre.compile(r"[A-Za-z0-9+/=\s\\:,.-]{0,16384}")
 _PEM_WINDOW = 65536
 
 
@@ -461,11 +461,11 @@ def _private_keys(text: str) -> Iterator[Span]:
 # line's indentation is not stepped back through (the pass over the benchmark's mix: 1.2x the time it took
 # without indentation, 1.7x with a plain `*`).
 _INDENT = r"[ \t]*+" if sys.version_info >= (3, 11) else r"[ \t]*"
-_KEY_LINE = lazyre.Pattern(r"\n(?:[+-]|@@ [^\n@]*@@ )?" + _INDENT + r"[A-Za-z0-9+/]{60,76}={0,2}\r?(?=\n|$)")
-_KEY_FIRST_LINE = lazyre.Pattern(
+_KEY_LINE = lazyre.compile(r"\n(?:[+-]|@@ [^\n@]*@@ )?" + _INDENT + r"[A-Za-z0-9+/]{60,76}={0,2}\r?(?=\n|$)")
+_KEY_FIRST_LINE = lazyre.compile(
     r"(?:[+-]|@@ [^\n@]*@@ )?" + _INDENT + r"[A-Za-z0-9+/]{60,76}={0,2}\r?(?=\n|$)"
 )
-_KEY_TAIL_LINE = lazyre.Pattern(r"(?:[+-]|@@ [^\n@]*@@ )?" + _INDENT + r"[A-Za-z0-9+/]{4,76}={0,2}\r?")
+_KEY_TAIL_LINE = lazyre.compile(r"(?:[+-]|@@ [^\n@]*@@ )?" + _INDENT + r"[A-Za-z0-9+/]{4,76}={0,2}\r?")
 _KEY_RUN = 3  # consecutive lines: one or two such lines are a hash or a long identifier
 
 
@@ -669,9 +669,9 @@ def _in_string(text: str, start: int, quote: str) -> bool:
 
 # What follows a key's closing quote when the key holds its separator (`"password:"`): a separator and a
 # value, as after `"password"` (_ASSIGN_SEP's quote, then its separator).
-_AFTER_KEY_STRING = lazyre.Pattern(r"""(?P<q>["'])(?P<sep>[ \t]*[:=](?!=)[ \t]*)""" + _ASSIGN_VALUE)
+_AFTER_KEY_STRING = lazyre.compile(r"""(?P<q>["'])(?P<sep>[ \t]*[:=](?!=)[ \t]*)""" + _ASSIGN_VALUE)
 # A word after that quote and a blank (`"password:" Kx9mQ2vLp8`).
-_WORD_AFTER_KEY_STRING = lazyre.Pattern(r"""[ \t]+(?P<v>[A-Za-z0-9][^\s"'`;|&<>()\[\]{}]*)""")
+_WORD_AFTER_KEY_STRING = lazyre.compile(r"""[ \t]+(?P<v>[A-Za-z0-9][^\s"'`;|&<>()\[\]{}]*)""")
 
 
 def _word_after_key_string(text: str, start: int, accept: Callable[[int, int], Span | None]) -> Span | None:
@@ -697,7 +697,7 @@ def _word_after_key_string(text: str, start: int, accept: Callable[[int, int], S
 # message), and a prompt's line is where the regex starts, so no text without a prompt pays for it. A bytes
 # or unicode prefix (`b"V"`) is allowed; a variable or an expression (`sendline(pw)`, `os.environ["PW"]`)
 # matches nothing. Prose after the prompt (`Check for "password:" as the prompt`) is not the rest of a call.
-_PROMPT_ANSWER = lazyre.Pattern(
+_PROMPT_ANSWER = lazyre.compile(
     r"[ \t]*(?:[,+][ \t]*"
     r"|(?:[^\n\"'`;{}]{0,80}[;{][ \t]*"
     r"|(?:[,)\]][^\n\"'`;{}]{0,80})?(?:[;{][ \t]*)?\r?\n[+-]?[ \t]*)"
@@ -706,10 +706,10 @@ _PROMPT_ANSWER = lazyre.Pattern(
     r"[bBuU]?(?P<v>\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*')"
 )
 # The line end an answer is sent with (`"V\r"`, `"V\n"`): the program's, not the password's.
-_SENT_LINE_END = lazyre.Pattern(r"(?:\\[rn])+$")
+_SENT_LINE_END = lazyre.compile(r"(?:\\[rn])+$")
 # Another prompt in a list of prompts (`["password:", "Password:"]`, `"[Pp]assphrase"`, `"(?i)login"`): one
 # that ends as a prompt does, or a regex's class of a letter's two cases, its case flag or `.*`.
-_PROMPT_SHAPE = lazyre.Pattern(r"[:?]$|\[[A-Za-z]{2}\]|\(\?i\)|\.\*")
+_PROMPT_SHAPE = lazyre.compile(r"[:?]$|\[[A-Za-z]{2}\]|\(\?i\)|\.\*")
 
 
 def _prompt_answer(text: str, start: int, accept: Callable[[int, int], Span | None]) -> Span | None:
@@ -795,7 +795,7 @@ def _named_in_prose(value: str) -> bool:
 # Words and numbers (both cases and a digit present) run together or joined by `-`, `_` or `.`, the digits
 # anywhere (`Monkey42`, `Hunter2-Zeta-55`, `Hunter2-Zeta.07`); one way to read any text (a separator between
 # repeats), so a long word that fails is read once, not in every way it splits.
-_WORDS_AND_NUMBER = lazyre.Pattern(
+_WORDS_AND_NUMBER = lazyre.compile(
     r"(?=[^a-z]*[a-z])(?=[^A-Z]*[A-Z])(?=[^0-9]*[0-9])[A-Za-z0-9]+(?:[-_.][A-Za-z0-9]+)*"
 )
 
@@ -874,16 +874,16 @@ def _spaced_assignment(
 
 
 _NPMRC_KEYS = frozenset(["_auth", "_authtoken", "_password"])
-_DASH_PASS_FLAG = lazyre.Pattern(r"-[a-z]*pass(?:word)?")
+_DASH_PASS_FLAG = lazyre.compile(r"-[a-z]*pass(?:word)?")
 # `machine HOST login USER password X`, `default login USER password X` (the password ends the prefix).
-_NETRC_LINE = lazyre.Pattern(
+_NETRC_LINE = lazyre.compile(
     r"(?:^|[\s'\"`+-])(?:machine[ \t]+\S+|default)(?:[ \t]+(?:login|account)[ \t]+\S+)*[ \t]+$"
 )
 
 
-_ENV_NAME = lazyre.Pattern(r"[A-Za-z][A-Za-z0-9_]*")
-_TYPE_NAME = lazyre.Pattern(r"[A-Z][a-z]+(?:[A-Z][a-z]*)*")
-_AWS_SECRET = lazyre.Pattern(r"[A-Za-z0-9/+=]{30,}")
+_ENV_NAME = lazyre.compile(r"[A-Za-z][A-Za-z0-9_]*")
+_TYPE_NAME = lazyre.compile(r"[A-Z][a-z]+(?:[A-Z][a-z]*)*")
+_AWS_SECRET = lazyre.compile(r"[A-Za-z0-9/+=]{30,}")
 
 
 def _flag_kind(m: re.Match[str], text: str) -> str:
@@ -1025,7 +1025,7 @@ _PROSE_WORDS = frozenset(
         "optional",
     ]
 )
-_METAVARIABLE = lazyre.Pattern(r"[A-Z][A-Z0-9_]{0,24}|<[^>]*>|\[[^\]]*\]")
+_METAVARIABLE = lazyre.compile(r"[A-Z][A-Z0-9_]{0,24}|<[^>]*>|\[[^\]]*\]")
 
 
 def _auth_header(m: re.Match[str], text: str) -> Span | None:
@@ -1055,7 +1055,7 @@ def _bearer(m: re.Match[str], text: str) -> Span | None:
 
 
 # A date, a time or a version spelled with `_` or `-`: what code and logs put after the word Bearer.
-_DATE_OR_VERSION = lazyre.Pattern(
+_DATE_OR_VERSION = lazyre.compile(
     r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
     r"|v?\d+(?:[._-]\d+){1,3}(?:[._-]?(?:alpha|beta|rc|pre|preview|dev|next|canary|snapshot)(?:[._-]?\d{1,4})?)?"
 )
@@ -1089,9 +1089,9 @@ def _camel_identifier(value: str) -> bool:
     )
 
 
-_CAMEL_SHAPE = lazyre.Pattern(r"[A-Za-z]+(?:\d{1,2}[A-Za-z]+)?\d{0,2}")
-_CONSONANTS = lazyre.Pattern(r"(?i)[^aeiouy]{5}")
-_VOWEL = lazyre.Pattern(r"(?i)[aeiouy]")
+_CAMEL_SHAPE = lazyre.compile(r"[A-Za-z]+(?:\d{1,2}[A-Za-z]+)?\d{0,2}")
+_CONSONANTS = lazyre.compile(r"(?i)[^aeiouy]{5}")
+_VOWEL = lazyre.compile(r"(?i)[aeiouy]")
 
 
 def _cookies(text: str) -> Iterator[Span]:
@@ -1158,11 +1158,11 @@ def _cookie_values(text: str, pos: int) -> Iterator[Span]:
 
 # An analytics id (`_ga=GA1.2.1234567890.1600000000`, GA4's `GS1.1.…`, Meta's `_fbp=fb.1.…`): a client's
 # random number and a timestamp, which log no one in.
-_ANALYTICS_ID = lazyre.Pattern(r"(?:GA|GS|fb)\d?(?:\.\d+){2,9}")
-_COOKIE_SEP = lazyre.Pattern(r"[\"']?[ \t]*[:=][ \t]*[\"'`]?")
-_COOKIE_FLAG = lazyre.Pattern(r"[ \t]+[\"']?")
-_CURL_COOKIE_FLAG = lazyre.Pattern(r"-[A-Za-z]*b(?:[ \t]+[\"']?|[\"'])")
-_COOKIE_PAIR = lazyre.Pattern(r"[ \t]*[^\s=;,\"'`]{1,128}=(?P<q>\"?)(?P<v>[^\s;\"'`]{0,4096})(?P=q)")
+_ANALYTICS_ID = lazyre.compile(r"(?:GA|GS|fb)\d?(?:\.\d+){2,9}")
+_COOKIE_SEP = lazyre.compile(r"[\"']?[ \t]*[:=][ \t]*[\"'`]?")
+_COOKIE_FLAG = lazyre.compile(r"[ \t]+[\"']?")
+_CURL_COOKIE_FLAG = lazyre.compile(r"-[A-Za-z]*b(?:[ \t]+[\"']?|[\"'])")
+_COOKIE_PAIR = lazyre.compile(r"[ \t]*[^\s=;,\"'`]{1,128}=(?P<q>\"?)(?P<v>[^\s;\"'`]{0,4096})(?P=q)")
 
 
 def _header(m: re.Match[str], text: str) -> Span | None:
@@ -1207,7 +1207,7 @@ _STRONG_HEADER_WORDS = (
 def _lookback(kind: str, before: str, reach: tuple[int, int], ahead: str = "") -> Handler:
     """A token whose literal is in its middle (`Q~`, `_mmk`, `.atlasv1.`): the part before the hit must
     fullmatch BEFORE, REACH[0] to REACH[1] characters long, and start on a word boundary."""
-    pattern = lazyre.Pattern(before)
+    pattern = lazyre.compile(before)
 
     def handle(m: re.Match[str], text: str) -> Span | None:
         hit = m.start()
@@ -1277,7 +1277,7 @@ def _fish_set(m: re.Match[str], text: str) -> Span | None:
     return span
 
 
-_STRONG_NAME = lazyre.Pattern(r"PASSWORD|PASSWD|PASSPHRASE|SECRET|TOKEN|API_?KEY|PRIVATE_?KEY|_PWD$|_PASS$")
+_STRONG_NAME = lazyre.compile(r"PASSWORD|PASSWD|PASSPHRASE|SECRET|TOKEN|API_?KEY|PRIVATE_?KEY|_PWD$|_PASS$")
 
 
 def _xml_element(m: re.Match[str], text: str) -> Span | None:
@@ -1333,7 +1333,7 @@ def _sk_key(m: re.Match[str], text: str) -> Span | None:
 # `git log -p`, `docker run -p 8080:80`, `psql -p 5432`) is not.
 # What may precede a command name: a separator, a path, a quote (`bash -c '...'`) or a diff line's marker.
 _CMD_BOUNDARY = frozenset(" \t\n\r/;|&(+\"'`-")
-_ATTACHED_TOOLS = lazyre.Pattern(
+_ATTACHED_TOOLS = lazyre.compile(
     r"(?:mysql[a-z]*|mariadb[a-z-]*|sshpass|(?:docker|podman|nerdctl|buildah|skopeo|oras)[ \t]+login"
     r"|helm[ \t]+registry[ \t]+login)[ \t]"
 )
@@ -1349,16 +1349,16 @@ _ATTACHED_NAMES = (
     "oras",
     "helm",
 )
-_SPACED_TOOLS = lazyre.Pattern(
+_SPACED_TOOLS = lazyre.compile(
     r"(?:sshpass|(?:docker|podman|nerdctl|buildah|skopeo|oras|az)[ \t]+login|helm[ \t]+registry[ \t]+login)[ \t]"
 )
 # Every tool above has one of these in its name or its `login `: 5 finds rule out a text (`docker run -p`,
 # `mkdir -p`) before the 18 finds of the tool names (they were ~1/10 of redaction time on the benchmark mix).
 _PASSWORD_TOOL_WORDS = ("mysql", "mariadb", "sshpass", "login ", "login\t")
 _SPACED_NAMES = ("sshpass", "docker", "podman", "nerdctl", "buildah", "skopeo", "oras", "helm", "az")
-_CURL = lazyre.Pattern(r"curl[ \t]")
-_GH_SECRET_SET = lazyre.Pattern(r"gh[ \t]+secret[ \t]+set[ \t]")
-_LDAP = lazyre.Pattern(r"ldap(?:search|modify|add|delete|whoami|passwd|compare|modrdn|exop|url)[ \t]")
+_CURL = lazyre.compile(r"curl[ \t]")
+_GH_SECRET_SET = lazyre.compile(r"gh[ \t]+secret[ \t]+set[ \t]")
+_LDAP = lazyre.compile(r"ldap(?:search|modify|add|delete|whoami|passwd|compare|modrdn|exop|url)[ \t]")
 _LDAP_NAMES = (
     "ldapsearch",
     "ldapmodify",
@@ -1371,7 +1371,7 @@ _LDAP_NAMES = (
     "ldapexop",
     "ldapurl",
 )
-_REDIS_CLI = lazyre.Pattern(r"redis-cli[ \t]")
+_REDIS_CLI = lazyre.compile(r"redis-cli[ \t]")
 
 
 def _command_before(text: str, end: int, reach: int, names: tuple[str, ...], pattern: lazyre.Pattern) -> bool:
@@ -1447,22 +1447,22 @@ _redis_dash_a = _after_tool(("redis-cli",), _REDIS_CLI)
 
 # Single-letter password flags that mean a password only after their own tool, in the same command:
 # `zip -P X`, `7z a -pX`, `openssl enc -k X`, `smbclient -U user%X`.
-_ZIP = lazyre.Pattern(r"(?:zip|unzip|zipcloak)[ \t]")
-_SEVEN_ZIP = lazyre.Pattern(r"7z[arz]?[ \t]")
-_OPENSSL = lazyre.Pattern(r"openssl[ \t]")
-_SMB = lazyre.Pattern(r"(?:smbclient|rpcclient|smbcacls|smbget|net)[ \t]")
+_ZIP = lazyre.compile(r"(?:zip|unzip|zipcloak)[ \t]")
+_SEVEN_ZIP = lazyre.compile(r"7z[arz]?[ \t]")
+_OPENSSL = lazyre.compile(r"openssl[ \t]")
+_SMB = lazyre.compile(r"(?:smbclient|rpcclient|smbcacls|smbget|net)[ \t]")
 _SMB_NAMES = ("smbclient", "rpcclient", "smbcacls", "smbget", "net")
 
 
 # `echo SECRET |` or `printf 'FORMAT' SECRET |` right before a `sudo -S` (found from the sudo: `echo` is
 # everywhere, `-S` rare), or a here-string after it (`sudo -S cmd <<< SECRET`).
-_ECHOED = lazyre.Pattern(
+_ECHOED = lazyre.compile(
     r"(?:^|[\s;&(+`])(?:echo(?:[ \t]+-[neE]+)?|printf(?:[ \t]+--)?(?:[ \t]+(?:'[^'\n]*'|\"[^\"\n]*\"))?)[ \t]+\$?"
     + _SHELL_VALUE
     + r"[ \t]*\|[ \t]*$"
 )
 # `sudo -S cmd 2>&1 <<< SECRET`: a redirection's `&` does not end the command.
-_HERE_STRING = lazyre.Pattern(r"(?:[^\n;|&]|[0-9]*>&[0-9-]*)*?<<<[ \t]*\$?" + _SHELL_VALUE)
+_HERE_STRING = lazyre.compile(r"(?:[^\n;|&]|[0-9]*>&[0-9-]*)*?<<<[ \t]*\$?" + _SHELL_VALUE)
 
 
 def _smb_password(m: re.Match[str], text: str) -> Span | None:
@@ -1480,7 +1480,7 @@ def _smb_password(m: re.Match[str], text: str) -> Span | None:
     return (v0, v1, "password") if v1 > v0 and not _is_reference(text[v0:v1]) else None
 
 
-_SMB_WORD = lazyre.Pattern(r"""[^\s"'`;|&<>)]*""")
+_SMB_WORD = lazyre.compile(r"""[^\s"'`;|&<>)]*""")
 
 
 def _echoed(text: str, start: int, end: int) -> tuple[int, int] | None:
@@ -1555,7 +1555,7 @@ def _sas_signature(m: re.Match[str], text: str) -> Span | None:
     return (m.start("v"), m.end("v"), "azure-key")
 
 
-_SAS_FIELDS = lazyre.Pattern(r"[?&](?:sv|se|sp|sr|spr|srt)=")
+_SAS_FIELDS = lazyre.compile(r"[?&](?:sv|se|sp|sr|spr|srt)=")
 
 
 def _url_user_token(m: re.Match[str], text: str) -> Span | None:
@@ -1585,10 +1585,10 @@ def _base64_private_key(m: re.Match[str], text: str) -> Span | None:
 # at line starts only (a match always spans its whole line): unanchored, every position of a long line that
 # says "base64" and decodes nothing started a scan to its end, and a 550 KB line of inlined wasm (gdamore/
 # tcell's `data:application/wasm;base64,…`) took hours.
-_DECODE_LINE = lazyre.Pattern(
+_DECODE_LINE = lazyre.compile(
     r"^[^\n]*\bbase64\b[^\n]*?[ \t](?:-[A-Za-z0-9]*[dD][A-Za-z0-9]*|--decode)\b[^\n]*", re.MULTILINE
 )
-_B64_WORD = lazyre.Pattern(r"(?<![A-Za-z0-9+/=_.-])[A-Za-z0-9+/]{16,}={0,2}(?![A-Za-z0-9+/=_.-])")
+_B64_WORD = lazyre.compile(r"(?<![A-Za-z0-9+/=_.-])[A-Za-z0-9+/]{16,}={0,2}(?![A-Za-z0-9+/=_.-])")
 
 
 # A basic-auth pair once decoded (`user:Sup3rS3cret!`): what `Authorization: Basic …` and registries hold;
@@ -1626,11 +1626,11 @@ def _decoded_secrets(text: str) -> Iterator[Span]:
 # A field is at most 256 characters (a host name 253, a database or role name 63): unbounded, each start
 # on a long run of other characters (the `+` and `/` of a 200 KB base64 line) scanned to the run's end.
 _PGPASS_FIELD = r"(?:\\.|[^\s:'\"\\]){1,256}"
-_PGPASS_ENTRY = lazyre.Pattern(
+_PGPASS_ENTRY = lazyre.compile(
     rf"(?<![\w.:\\-])(?P<q>['\"]?){_PGPASS_FIELD}:(?:\*|\d{{1,5}}):{_PGPASS_FIELD}:{_PGPASS_FIELD}:"
     r"(?P<v>(?:\\.|[^\s'\"\\])(?:\\.|[^\n'\"\\])*)"
 )
-_PGPASS_HEREDOC = lazyre.Pattern(r"(?<!<)<<(?!<)-?[ \t]*(?P<q>['\"]?)(?P<end>[A-Za-z_][\w-]*)(?P=q)")
+_PGPASS_HEREDOC = lazyre.compile(r"(?<!<)<<(?!<)-?[ \t]*(?P<q>['\"]?)(?P<end>[A-Za-z_][\w-]*)(?P=q)")
 
 
 def _pgpass_password(text: str, m: re.Match[str], line_end: int) -> Span | None:
@@ -1882,8 +1882,8 @@ def _wrapped(literal: str, body: str, handler: Handler) -> tuple[str, Handler]:
     run = f"{alphabet}{{1,{longest}}}"
     lines = f"(?:{run}\\r?\\n){{0,{_WRAP_LINES - 1}}}"
     cut = f"(?P<cut>{alphabet}{{0,{longest}}}\\r?\\n{lines}{run}(?!{alphabet}))"
-    whole = [(lazyre.Pattern(fmt), kind) for fmt, kind in formats]
-    plain = lazyre.Pattern(re.escape(literal) + body)
+    whole = [(lazyre.compile(fmt), kind) for fmt, kind in formats]
+    plain = lazyre.compile(re.escape(literal) + body)
 
     def handle(m: re.Match[str], text: str) -> Span | None:
         if m.group("cut") is None:
@@ -2303,10 +2303,10 @@ def _memchr_pattern(rule: Rule) -> lazyre.Pattern:
     escaped = re.escape(literal)
     head = re.escape(literal[0]) + "(?:" + re.escape(literal[1:]) + "|(?!))"
     if source.startswith(escaped):
-        return lazyre.Pattern(head + source[len(escaped) :], flags)
+        return lazyre.compile(head + source[len(escaped) :], flags)
     group = f"(?P<w>{literal})"
     if source.startswith(group):  # the assignment rules capture their word
-        return lazyre.Pattern(f"(?P<w>{head})" + source[len(group) :], flags)
+        return lazyre.compile(f"(?P<w>{head})" + source[len(group) :], flags)
     return rule._pattern
 
 
