@@ -151,3 +151,23 @@ def test_what_followed_the_run_that_finally_went_through(repo: Path) -> None:
     )
     found = query_json(repo, "once the migration finally went through, what did I run right after")
     assert found["items"][0]["title"] == "bin/rails db:rollback STEP=3 (exit 0)", found["items"][:3]
+
+
+def test_a_run_is_of_the_kind_its_longest_runner_says(repo: Path) -> None:
+    """`make` alone is a build, but `make lint` is lint: once the build broke, the anchor is the failed
+    `cargo build`, not the later `make lint` that failed too."""
+    synced(
+        repo,
+        """
+        120 101 cargo build --release
+        115 0 rustup update stable
+        110 0 cargo build --release
+        60 2 make lint
+        55 0 ruff check --fix
+        """,
+    )
+    found = query_json(repo, "once the build broke, what did I do next")
+    assert first_note(found).startswith("first: what was run after `cargo build --release` (exit 101,"), (
+        found["notes"]
+    )
+    assert found["items"][0]["title"] == "rustup update stable (exit 0)"

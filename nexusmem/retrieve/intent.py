@@ -927,11 +927,30 @@ def command_head(words: list[str]) -> list[str]:
 
 def is_run(words: list[str], runs: Runs) -> bool:
     """Whether a command of WORDS (command_words) is a run of RUNS: a runner's words in a row."""
-    return any(
-        words[i : i + len(runner)] == list(runner)
-        for runner in runs.runners
-        for i in range(len(words) - len(runner) + 1)
+    return _longest_runner(words, runs.runners) > 0
+
+
+def _longest_runner(words: list[str], runners: tuple[tuple[str, ...], ...]) -> int:
+    """How many words the longest of RUNNERS found in a row in WORDS has (0: none is there)."""
+    return max(
+        (
+            len(runner)
+            for runner in runners
+            for i in range(len(words) - len(runner) + 1)
+            if words[i : i + len(runner)] == list(runner)
+        ),
+        default=0,
     )
+
+
+_RUNNERS = tuple(tuple(tuple(r.split()) for r in runners) for _, runners in _RUNS)
+
+
+def is_run_mainly(words: list[str], runs: Runs) -> bool:
+    """Whether a command of WORDS is a run of RUNS before any other kind: no kind's runner holds more of its
+    words in a row (`make lint` is lint, though `make` alone is a build; `./gradlew test` is the tests)."""
+    own = _longest_runner(words, runs.runners)
+    return own > 0 and all(_longest_runner(words, runners) <= own for runners in _RUNNERS)
 
 
 # A question that speaks of the docs themselves ("which commit documented --foo?", "the README example"):

@@ -31,6 +31,7 @@ from nexusmem.retrieve.intent import (
     head_words,
     intent,
     is_run,
+    is_run_mainly,
     mentions_docs,
     mentions_tests,
     migration,
@@ -2515,9 +2516,10 @@ def _in_span(node: StoredNode, window: tuple[int, int] | None) -> bool:
 
 
 def _runs_of(command: str, kinds: list[Runs]) -> bool:
-    """Whether COMMAND is a run of one of KINDS (intent.runs_named): `gh run watch` of "CI", `pytest` of "tests"."""
+    """Whether COMMAND is a run of one of KINDS (intent.runs_named) before any other kind: `gh run watch` of
+    "CI", `pytest` of "tests"; `make lint` of no build."""
     words = command_words(resolved.failed_part(command))
-    return any(is_run(words, kind) for kind in kinds)
+    return any(is_run_mainly(words, kind) for kind in kinds)
 
 
 def with_neighbours(
