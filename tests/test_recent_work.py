@@ -9,19 +9,10 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from helpers import commit, query_json, run_cli, write_commands
+from helpers import commit, query_json, run_cli, write_commands, write_recent
 
 DAY = 86_400
 NOW = int(time.time())
-
-
-def write_recent(repo: Path, session: str) -> None:
-    """Lines of "MINUTES-AGO EXIT COMMAND" into the shell log, run in REPO."""
-    entries = []
-    for line in session.strip().splitlines():
-        minutes, code, command = line.strip().split(" ", 2)
-        entries.append((NOW * 1000 - int(minutes) * 60_000, command, int(code)))
-    write_commands(repo, entries)
 
 
 def synced(repo: Path, session: str, old: Sequence[tuple[int, str, int]] = ()) -> Path:
@@ -29,7 +20,7 @@ def synced(repo: Path, session: str, old: Sequence[tuple[int, str, int]] = ()) -
     commit(repo, "Add the app", {"app.py": "PORT = 8080\n"}, when=NOW - 400 * DAY)
     if old:
         write_commands(repo, old)
-    write_recent(repo, session)
+    write_recent(repo, session, now=NOW)
     run_cli("-C", str(repo), "sync", "--no-embed")
     return repo
 

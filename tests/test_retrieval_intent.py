@@ -31,7 +31,17 @@ from nexusmem.retrieve.intent import (
     topic,
 )
 
-from helpers import commit, git, init_repo, query_json, run_cli, run_script, short_sha, write_commands
+from helpers import (
+    commit,
+    git,
+    init_repo,
+    query_json,
+    run_cli,
+    run_script,
+    short_sha,
+    write_commands,
+    write_recent,
+)
 from helpers.env import clear_of_midnight, local_zone, since_midnight
 
 DAY = 86_400
@@ -1178,14 +1188,6 @@ TWO_FAILED_BUILDS = """
 """
 
 
-def write_recent(repo: Path, session: str) -> None:
-    entries = []
-    for line in session.strip().splitlines():
-        minutes, code, command = line.split(" ", 2)
-        entries.append((NOW * 1000 - int(minutes) * 60_000, command, int(code)))
-    write_commands(repo, entries)
-
-
 @pytest.fixture
 def pushes(repo: Path) -> Path:
     """Months of everyday `git push origin main` (the shorter, better word match), then today: a rejected
@@ -1195,7 +1197,7 @@ def pushes(repo: Path) -> Path:
     old = [(now_ms - (300 - day) * DAY * 1000, "git push origin main", day % 3) for day in range(250)]
     old += [(now_ms - (300 - day) * DAY * 1000 + 60_000, "make lint", 0) for day in range(250)]
     write_commands(repo, old)
-    write_recent(repo, REJECTED_PUSH)
+    write_recent(repo, REJECTED_PUSH, now=NOW)
     run_cli("-C", str(repo), "sync", "--no-embed")
     return repo
 
@@ -1252,7 +1254,7 @@ def test_what_was_run_before_the_last_commit(repo: Path, question: str) -> None:
     """ "Last commit" was taken out of the question whole as a time phrase ("before my" was left, and
     nothing matched); the commit it names is the anchor, and the latest one."""
     commit(repo, "Add the sources", {"README.md": "# tools\n"}, when=NOW - 100 * DAY)
-    write_recent(repo, TWO_COMMITS)
+    write_recent(repo, TWO_COMMITS, now=NOW)
     run_cli("-C", str(repo), "sync", "--no-embed")
     found = query_json(repo, question)
     assert any(n.startswith("first: what was run before `git commit -qam second`") for n in found["notes"]), (
@@ -1285,6 +1287,7 @@ def test_what_was_run_after_a_command_that_old_history_outranks(repo: Path) -> N
         40 0 git rebase upstream/main
         30 0 git push upstream feature
         """.replace("\n        ", "\n"),
+        now=NOW,
     )
     run_cli("-C", str(repo), "sync", "--no-embed")
     found = query_json(repo, "my push was rejected, what did I do after that?")
@@ -1316,6 +1319,7 @@ def test_the_anchor_of_what_was_run_next_follows_the_commands_run_next(repo: Pat
         55 1 python3 -m pytest -q test/test_sendfile.py -k range
         50 0 vim bottle.py
         """.replace("\n        ", "\n"),
+        now=NOW,
     )
     run_cli("-C", str(repo), "sync", "--no-embed")
     found = query_json(repo, "what did I run right after the sendfile tests failed?")
@@ -1348,7 +1352,7 @@ def test_what_failed_today_lists_the_failed_commands_newest_first(repo: Path) ->
     if SINCE_MIDNIGHT < 600:
         pytest.skip("the day has just begun: today's commands may be yesterday's")
     commit(repo, "Add the sources", {"README.md": "# tools\n"}, when=NOW - 100 * DAY)
-    write_recent(repo, TODAYS_FAILURES)
+    write_recent(repo, TODAYS_FAILURES, now=NOW)
     run_cli("-C", str(repo), "sync", "--no-embed")
     for question in ("what failed today", "which commands failed", "what broke", "what failed last week"):
         found = query_json(repo, question)
@@ -1383,7 +1387,9 @@ def test_the_footer_of_a_failure_listing_counts_what_it_can_show(repo: Path) -> 
     commit(repo, "Fix the upload that failed today", {"upload.py": "RETRIES = 3\n"}, when=NOW - 90 * DAY)
     commit(repo, "Retry what failed", {"retry.py": "R = 1\n"}, when=NOW - 80 * DAY)
     write_recent(
-        repo, "9 5 pytest -k nomatch -q\n8 5 pytest -k failed -q\n3 2 ls missing.txt\n1 1 make test\n"
+        repo,
+        "9 5 pytest -k nomatch -q\n8 5 pytest -k failed -q\n3 2 ls missing.txt\n1 1 make test\n",
+        now=NOW,
     )
     run_cli("-C", str(repo), "sync", "--no-embed")
     found = query_json(repo, "what failed today")
@@ -1416,7 +1422,7 @@ def test_a_failure_of_what_was_run_lists_its_failed_runs_first(repo: Path) -> No
         commit(repo, subject, {"test/node.test.js": f"// {subject}\n"}, when=NOW - days * DAY)
     readme = "# luxon\n\n## Time zones\n\nWhat time it is, the last time you looked.\n"
     commit(repo, "docs: time zones", {"README.md": readme}, when=NOW - 400 * DAY)
-    write_recent(repo, FAILED_TEST_RUNS)
+    write_recent(repo, FAILED_TEST_RUNS, now=NOW)
     run_cli("-C", str(repo), "sync", "--no-embed")
     runs = [
         "node --test test/datetime/create.test.js > /dev/null 2>&1 (exit 1)",
@@ -1446,7 +1452,7 @@ def test_a_failure_of_what_was_run_lists_its_failed_runs_first(repo: Path) -> No
     assert not any(n.startswith("first: the failed runs") for n in code["notes"]), code["notes"]
     # "The build" names the builds: a `make` that failed yesterday at noon, not the one of last week.
     noon = (SINCE_MIDNIGHT + DAY // 2) // 60
-    write_recent(repo, f"{noon + 5 * 1440} 2 make -j4\n{noon} 2 make -j4\n{noon - 60} 0 make -j4\n")
+    write_recent(repo, f"{noon + 5 * 1440} 2 make -j4\n{noon} 2 make -j4\n{noon - 60} 0 make -j4\n", now=NOW)
     run_cli("-C", str(repo), "sync", "--no-embed")
     build = [it["title"] for it in query_json(repo, "why did the build fail yesterday")["items"]]
     assert build[0] == "make -j4 (exit 2)" and build.count("make -j4 (exit 2)") == 1, build
@@ -1463,6 +1469,7 @@ def test_a_run_behind_what_only_launches_it_is_a_run_of_its_program(repo: Path) 
         repo,
         "40 1 sudo -u deploy terraform plan\n30 2 nice -n 10 make docs\n20 101 time -p cargo build\n"
         "10 1 doas -u www npm run lint\n5 0 git status\n",
+        now=NOW,
     )
     run_cli("-C", str(repo), "sync", "--no-embed")
     for question, run in (
@@ -1487,6 +1494,7 @@ def test_a_run_in_a_folder_a_leading_cd_moves_to_is_a_run_of_its_program(repo: P
         repo,
         "50 2 make -j4\n45 2 (cd sub && make)\n40 2 ( cd sub && make )\n30 2 cd sub && make\n20 1 pytest -x\n"
         "5 0 git status\n",
+        now=NOW,
     )
     run_cli("-C", str(repo), "sync", "--no-embed")
     found = query_json(repo, "why did make fail")
@@ -1503,7 +1511,7 @@ def test_what_failed_lists_every_failure_the_budget_lets_through_and_says_what_i
     match(es) shown" with ~1240 of 2000 tokens used. Every failure of the window is listed while the budget
     lets it through, the footer counts them all; past query.FAILURES_LISTED a note says how many are left."""
     commit(repo, "Add the sources", {"README.md": "# tools\n"}, when=NOW - 100 * DAY)
-    write_recent(repo, "".join(f"{59 - n // 3} 1 ./check_{n:03d}.sh\n" for n in range(31)))
+    write_recent(repo, "".join(f"{59 - n // 3} 1 ./check_{n:03d}.sh\n" for n in range(31)), now=NOW)
     run_cli("-C", str(repo), "sync", "--no-embed")
     found = query_json(repo, "what failed in the last hour", "--budget", "20000")
     titles = [it["title"] for it in found["items"]]
@@ -1511,7 +1519,9 @@ def test_what_failed_lists_every_failure_the_budget_lets_through_and_says_what_i
     assert found["matched"] == 31 and not any("not shown" in n for n in found["notes"]), found["notes"]
     narrow = query_json(repo, "what failed in the last hour")
     assert (narrow["matched"] == 31 and len(narrow["items"]) < 31) or len(narrow["items"]) == 31, narrow
-    write_recent(repo, "".join(f"{50 - n // 10} 2 ./more_{n:03d}.sh\n" for n in range(query.FAILURES_LISTED)))
+    write_recent(
+        repo, "".join(f"{50 - n // 10} 2 ./more_{n:03d}.sh\n" for n in range(query.FAILURES_LISTED)), now=NOW
+    )
     run_cli("-C", str(repo), "sync", "--no-embed")
     many = query_json(repo, "what failed in the last hour", "--budget", "100000")
     assert len(many["items"]) == query.FAILURES_LISTED, len(many["items"])
@@ -1545,6 +1555,7 @@ def test_pytests_exit_5_is_no_failed_test_as_precheck_reads_it(repo: Path) -> No
         repo,
         "40 1 pytest tests/test_cart.py\n30 5 pytest -k nomatch\n20 5 timeout 60 python -m pytest -k none\n"
         "10 5 make lint\n",
+        now=NOW,
     )
     run_cli("-C", str(repo), "sync", "--no-embed")
     for question in ("which tests failed", "why did pytest fail"):
@@ -1558,7 +1569,9 @@ def test_a_failure_asked_about_at_a_time_when_nothing_matching_ran_is_a_weak_ans
     """ "What did I do when the docker build failed yesterday", with no build yesterday, was answered with
     the passing `docker compose up` runs of other weeks as a strong answer."""
     commit(repo, "Add the compose file", {"compose.yaml": "services: {}\n"}, when=NOW - 100 * DAY)
-    write_recent(repo, "14400 0 docker compose up -d\n12960 0 docker compose up -d\n")  # 10 and 9 days ago
+    write_recent(
+        repo, "14400 0 docker compose up -d\n12960 0 docker compose up -d\n", now=NOW
+    )  # 10 and 9 days ago
     run_cli("-C", str(repo), "sync", "--no-embed")
     question = "what did I do when the docker build failed yesterday"
     found = query_json(repo, question)
@@ -1566,7 +1579,7 @@ def test_a_failure_asked_about_at_a_time_when_nothing_matching_ran_is_a_weak_ans
     assert any("nothing recorded yesterday matches the question" in n for n in found["notes"]), found["notes"]
     assert found["items"], "the closest items are still shown below the line"
     # When the build did fail yesterday, that run is the answer, and a strong one.
-    write_recent(repo, "1440 1 docker build -t api .\n")
+    write_recent(repo, "1440 1 docker build -t api .\n", now=NOW)
     run_cli("-C", str(repo), "sync", "--no-embed")
     found = query_json(repo, question)
     assert found["items"][0]["title"] == "docker build -t api . (exit 1)", found["items"]
@@ -1578,7 +1591,7 @@ def test_a_guide_answering_a_failure_reported_yesterday_is_not_a_weak_answer(rep
     no space left on device, how do I fix it?" whenever it was written (the rule above had called it weak)."""
     readme = "# tools\n\n## docker build fails with no space left on device\n\nRun docker system prune.\n"
     commit(repo, "docs: disk space", {"README.md": readme}, when=NOW - 90 * DAY)
-    write_recent(repo, "14400 0 docker compose up -d\n")
+    write_recent(repo, "14400 0 docker compose up -d\n", now=NOW)
     run_cli("-C", str(repo), "sync", "--no-embed")
     for question in (
         "docker build failed yesterday with no space left on device, how do I fix it?",
@@ -1591,7 +1604,7 @@ def test_a_guide_answering_a_failure_reported_yesterday_is_not_a_weak_answer(rep
 def test_what_failed_the_day_before_yesterday_is_not_what_failed_yesterday(repo: Path) -> None:
     """ "The day before yesterday" was read as "yesterday": its failures were left out, yesterday's listed."""
     commit(repo, "Add the sources", {"README.md": "# tools\n"}, when=NOW - 100 * DAY)
-    write_recent(repo, "2880 1 make lint\n1440 2 make test\n")
+    write_recent(repo, "2880 1 make lint\n1440 2 make test\n", now=NOW)
     run_cli("-C", str(repo), "sync", "--no-embed")
     titles = [it["title"] for it in query_json(repo, "what failed the day before yesterday")["items"]]
     assert titles[:1] == ["make lint (exit 1)"] and "make test (exit 2)" not in titles, titles
@@ -1603,7 +1616,7 @@ def test_what_was_run_the_day_before_yesterday_lists_that_days_commands(repo: Pa
     if SINCE_MIDNIGHT < 1800:
         pytest.skip("the day has just begun: the commands of two days ago may be of three")
     commit(repo, "Add the sources", {"README.md": "# tools\n"}, when=NOW - 100 * DAY)
-    write_recent(repo, "2900 0 cargo fmt\n2880 1 cargo clippy\n1440 0 cargo doc\n10 0 cargo build\n")
+    write_recent(repo, "2900 0 cargo fmt\n2880 1 cargo clippy\n1440 0 cargo doc\n10 0 cargo build\n", now=NOW)
     run_cli("-C", str(repo), "sync", "--no-embed")
     for question in ("what did I run the day before yesterday", "what did I do the day before yesterday"):
         found = query_json(repo, question)
@@ -1618,7 +1631,7 @@ def test_recent_work_asked_with_nothing_named_lists_the_newest_commits(repo: Pat
     commit(repo, "Add the parser", {"parser.py": "A = 1\n"}, when=NOW - 30 * DAY)
     commit(repo, "Teach the parser comments", {"parser.py": "A = 2\n"}, when=NOW - DAY - 3600)
     newest = commit(repo, "Cache the parsed tree", {"cache.py": "B = 1\n"}, when=NOW - 3600)
-    write_recent(repo, "30 1 pytest tests/test_cache.py\n20 0 git status\n")
+    write_recent(repo, "30 1 pytest tests/test_cache.py\n20 0 git status\n", now=NOW)
     run_cli("-C", str(repo), "sync", "--no-embed")
     for question in ("what was my last commit", "what did I commit recently", "show my latest commits"):
         found = query_json(repo, question)
@@ -1649,7 +1662,9 @@ def test_what_was_tried_last_lists_the_commands_run(repo: Path) -> None:
     """ "What did I try last" listed the newest commits: what a developer tried is what they ran."""
     commit(repo, "Add the parser", {"parser.py": "A = 1\n"}, when=NOW - 30 * DAY)
     commit(repo, "Cache the parsed tree", {"cache.py": "B = 1\n"}, when=NOW - 3600)
-    write_recent(repo, "30 1 pytest tests/test_cache.py -x\n20 1 pytest tests/test_cache.py -k tree\n")
+    write_recent(
+        repo, "30 1 pytest tests/test_cache.py -x\n20 1 pytest tests/test_cache.py -k tree\n", now=NOW
+    )
     run_cli("-C", str(repo), "sync", "--no-embed")
     for question in ("what did I try last", "what have I tried lately", "show my latest attempts"):
         found = query_json(repo, question)
@@ -1680,6 +1695,7 @@ def test_what_was_i_doing_lists_the_newest_work(repo: Path) -> None:
     write_recent(
         repo,
         "90 1 pytest tests/test_cache.py\n30 0 git status\n20 0 pytest tests/test_flaky.py -p no:randomly\n",
+        now=NOW,
     )
     run_cli("-C", str(repo), "sync", "--no-embed")
     commands = ["pytest tests/test_flaky.py -p no:randomly (exit 0)", "git status (exit 0)"]
@@ -1738,7 +1754,7 @@ def test_naming_the_project_still_asks_for_recent_work_and_failed_runs(tmp_path:
     )
     guard = "Guard parse_number against an oversized buffer"
     yesterday = commit(repo, guard, {"num.c": "int g;\n"}, when=NOW - SINCE_MIDNIGHT - 3 * 3600)
-    write_recent(repo, "50 2 make\n40 1 npm test\n30 0 git status\n")
+    write_recent(repo, "50 2 make\n40 1 npm test\n30 0 git status\n", now=NOW)
     run_cli("-C", str(repo), "sync", "--no-embed")
     for question in (
         "what did I commit in cJSON yesterday",
@@ -1988,7 +2004,7 @@ def test_the_vectors_count_less_when_a_question_names_code(text: str, factor: fl
 )
 def test_the_anchor_of_a_what_came_next_question(repo: Path, session: str, question: str, first: str) -> None:
     commit(repo, "Add the sources", {"README.md": "# tools\n"}, when=NOW - 100 * DAY)
-    write_recent(repo, session)
+    write_recent(repo, session, now=NOW)
     run_cli("-C", str(repo), "sync", "--no-embed")
     titles = titles_for(repo, question)
     assert titles[0].startswith(first), titles
@@ -2553,7 +2569,7 @@ def test_a_failure_question_about_runs_that_all_passed_says_they_passed(repo: Pa
     them failed (the newest passed, exit 0)."""
     for days, subject in ((900, "fix tests for node 12"), (700, "make failing tests fail the build")):
         commit(repo, subject, {"test/node.test.js": f"// {subject}\n"}, when=NOW - days * DAY)
-    write_recent(repo, "30 0 make\n20 1 gcc -o x nonexistent.c\n10 0 make test\n")
+    write_recent(repo, "30 0 make\n20 1 gcc -o x nonexistent.c\n10 0 make test\n", now=NOW)
     run_cli("-C", str(repo), "sync", "--no-embed")
     found = query_json(repo, "what failed last time I ran the tests")
     titles = [it["title"] for it in found["items"]]
@@ -2574,7 +2590,7 @@ def test_the_last_two_days_is_a_time_not_a_count_of_two(repo: Path) -> None:
     commit(repo, "Add the parser", {"parser.py": "A = 1\n"}, when=NOW - 30 * DAY)
     commit(repo, "Teach the parser comments", {"parser.py": "A = 2\n"}, when=NOW - DAY)
     commit(repo, "Cache the parsed tree", {"cache.py": "B = 1\n"}, when=NOW - 3600)
-    write_recent(repo, "90 1 pytest tests/test_cache.py\n30 0 git status\n20 0 make lint\n")
+    write_recent(repo, "90 1 pytest tests/test_cache.py\n30 0 git status\n20 0 make lint\n", now=NOW)
     run_cli("-C", str(repo), "sync", "--no-embed")
     titles = [it["title"] for it in query_json(repo, "what did I do in the last 2 days")["items"]]
     assert "Add the parser" not in titles and len(titles) == 5, titles
@@ -2593,7 +2609,7 @@ def test_which_tests_failed_today_when_only_yesterdays_failed_lists_todays_passi
         pytest.skip("needs half an hour of today behind it")
     commit(repo, "Make the failing test fail the build", {"t.py": "A = 1\n"}, when=NOW - 400 * DAY)
     yesterday = SINCE_MIDNIGHT // 60 + 120  # two hours before today began (local)
-    write_recent(repo, f"{yesterday} 1 make test\n10 0 make test\n")
+    write_recent(repo, f"{yesterday} 1 make test\n10 0 make test\n", now=NOW)
     run_cli("-C", str(repo), "sync", "--no-embed")
     found = query_json(repo, "which tests failed today")
     titles = [it["title"] for it in found["items"]]

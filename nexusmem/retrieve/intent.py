@@ -705,8 +705,9 @@ def reports_failure(text: str) -> bool:
 
 
 # How a run that did not finish is told besides (`reports_run_failure`): "once the tests ran out of database
-# connections", "the build died", "the job hung", "the rebase stopped on a conflict". Not in _FAILURE: that one decides how the learned step
-# reads a question (retrieve.rerank's "failure" condition), learned as it stands.
+# connections", "the build died", "the job hung", "the rebase stopped on a conflict". Not in _FAILURE: that
+# one decides how the learned step reads a question (retrieve.rerank's "failure" condition), learned as it
+# stands.
 _RUN_TROUBLE = lazyre.compile(
     r"\b(?:ran|run|runs|running) out of\b|\bout of (?:memory|disk|space)\b"
     r"|\b(?:died|dies|hung|hangs?|killed|stopped|timed? ?out|fell over|segfault\w*|oom(?:ed)?|conflicts?)\b",
@@ -843,6 +844,8 @@ _RUNS: tuple[tuple[str, tuple[str, ...]], ...] = (
          "flask run", "uvicorn", "gunicorn", "phx.server"),
     ),
 )  # fmt: skip
+# Each kind's runners as word tuples, in _RUNS' order.
+_RUNNERS = tuple(tuple(tuple(r.split()) for r in runners) for _, runners in _RUNS)
 _COMMAND_SPLIT = lazyre.compile(r"[\s;&|():]+")
 # The words of a command line with its `&&` and `;` kept (a leading `cd DIR &&` says where it ran).
 _HEAD_WORD = lazyre.compile(r"&&|;|[^\s;&|():]+")
@@ -859,11 +862,11 @@ class Runs:
 def runs_named(text: str) -> list[Runs]:
     """The kinds of run TEXT names ("the tests", "the build", "lint", "the type check")."""
     found = []
-    for said, runners in _RUNS:
+    for (said, _), runners in zip(_RUNS, _RUNNERS):
         spans = re.findall(rf"\b(?:{said})\b", text, re.IGNORECASE)
         if spans:
             words = frozenset(w.lower() for span in spans for w in span.split())
-            found.append(Runs(words, tuple(tuple(r.split()) for r in runners)))
+            found.append(Runs(words, runners))
     return found
 
 
@@ -927,7 +930,11 @@ def command_head(words: list[str]) -> list[str]:
 
 def is_run(words: list[str], runs: Runs) -> bool:
     """Whether a command of WORDS (command_words) is a run of RUNS: a runner's words in a row."""
-    return _longest_runner(words, runs.runners) > 0
+    return any(
+        words[i : i + len(runner)] == list(runner)
+        for runner in runs.runners
+        for i in range(len(words) - len(runner) + 1)
+    )
 
 
 def _longest_runner(words: list[str], runners: tuple[tuple[str, ...], ...]) -> int:
@@ -941,9 +948,6 @@ def _longest_runner(words: list[str], runners: tuple[tuple[str, ...], ...]) -> i
         ),
         default=0,
     )
-
-
-_RUNNERS = tuple(tuple(tuple(r.split()) for r in runners) for _, runners in _RUNS)
 
 
 def is_run_mainly(words: list[str], runs: Runs) -> bool:

@@ -2431,6 +2431,11 @@ def _semantic(evidence: dict[str, Evidence], node: StoredNode) -> float:
     return found.semantic if found is not None else 0.0
 
 
+def _exited_badly(command: StoredNode) -> bool:
+    """Whether the shell COMMAND exited non-zero (Ctrl-C too: a run cut short is no passing run here)."""
+    return command.meta.get("exit") not in (0, None)
+
+
 # Failures of the runs a question names no further apart than this are one episode: "as soon as the session
 # suite broke, what did I run next?" asks about its first failure, not the narrowed rerun that failed too.
 EPISODE_GAP_MS = 3_600_000
@@ -2445,9 +2450,9 @@ def ended_failures(run: StoredNode, runs: list[StoredNode]) -> bool:
     before it."""
     before = max((n for n in runs if n.ts < run.ts and n.ref == run.ref), key=lambda n: n.ts, default=None)
     return (
-        run.meta.get("exit") in (0, None)
+        not _exited_badly(run)
         and before is not None
-        and before.meta.get("exit") not in (0, None)
+        and _exited_badly(before)
         and run.ts - before.ts <= EPISODE_GAP_MS
     )
 
@@ -2458,7 +2463,7 @@ def episode_start(last: StoredNode, runs: list[StoredNode]) -> StoredNode:
     passed or a longer gap."""
     first = last
     for run in sorted((n for n in runs if n.ts < last.ts), key=lambda n: n.ts, reverse=True):
-        if first.ts - run.ts > EPISODE_GAP_MS or run.meta.get("exit") in (0, None):
+        if first.ts - run.ts > EPISODE_GAP_MS or not _exited_badly(run):
             break
         first = run
     return first
@@ -2507,8 +2512,6 @@ def sequence_window(
 _ASKING = lazyre.compile(
     r"\b(?:what|which)\b(?:\s+[\w-]+){0,3}?\s+(?:did|do|have|had)\s+(?:i|we)\s+\w+", re.IGNORECASE
 )
-# A command's words, its paths' and identifiers' parts too (`tests/test_ws_presence.py`: presence).
-_ALNUM = lazyre.compile(r"[a-z0-9]+")
 
 
 def _in_span(node: StoredNode, window: tuple[int, int] | None) -> bool:
@@ -2565,7 +2568,8 @@ def with_neighbours(
         words = {w for w in search.terms(naming) if not _ignorable(w)} - {
             w for kind in kinds for w in kind.words
         }
-        held = {n.id: len(words.intersection(_ALNUM.findall(n.ref.lower()))) for n in pool}
+        # A command's words as the index splits them: `tests/test_ws_presence.py` holds "presence".
+        held = {n.id: len(words.intersection(_INDEX_WORD.findall(n.ref.lower()))) for n in pool}
         most = max(held.values())
         pool = [n for n in pool if held[n.id] == most]
     else:
@@ -2578,7 +2582,7 @@ def with_neighbours(
         pool = [n for n in shells if _lexical(evidence, n) > 0]
     every = pool  # passing and failing: where an episode of failures began (episode_start)
     if failed:  # "after cargo refused to build": the run that failed, not the one that passed later
-        failing = [n for n in pool if n.meta.get("exit") not in (0, None)]
+        failing = [n for n in pool if _exited_badly(n)]
         pool = failing or ([] if wide else pool)  # far down, only a run that failed is the one it names
     best = max((_lexical(evidence, n) for n in pool), default=0.0)
     if by_kind and not most:

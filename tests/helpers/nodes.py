@@ -192,3 +192,13 @@ def write_commands(
             if duration:
                 line["duration_ms"] = duration[0]
             fh.write(json.dumps({**line, "session": session, "v": 1}) + "\n")
+
+
+def write_recent(repo: Path, session: str, *, now: int) -> None:
+    """Lines of "MINUTES-AGO EXIT COMMAND" (counted back from NOW, epoch seconds) into the shell hook log, run
+    in REPO (write_commands)."""
+    entries = []
+    for line in session.strip().splitlines():
+        minutes, code, command = line.strip().split(" ", 2)
+        entries.append((now * 1000 - int(minutes) * 60_000, command, int(code)))
+    write_commands(repo, entries)
