@@ -4,7 +4,9 @@ temp dirs and a private git config."""
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +24,12 @@ def isolated_home(
     home = tmp_path_factory.mktemp("home")
     isolate(home, monkeypatch)
     yield home
+    # The vectors' loading thread a test started ends before its environment is put back (above).
+    vector = sys.modules.get("nexusmem.retrieve.vector")
+    if vector is not None:
+        for thread in threading.enumerate():
+            if thread.name == vector.WARM_THREAD:
+                thread.join(timeout=60)
     # A test that dropped the isolation (`monkeypatch.undo()` undoes it too) ran against the real home.
     for key in ("HOME", "NEXUSMEM_HOME"):
         value = os.environ.get(key)

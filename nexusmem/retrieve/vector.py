@@ -24,6 +24,9 @@ KNN = 200
 # is loaded in a background thread from the second query on (queries use vec0 meanwhile), so a one-shot
 # CLI query never pays for it, and no query ever waits for it.
 WARM_AFTER_QUERIES = 2
+# The loading thread's name: a test waits for it before its environment is undone (its connection reads
+# the environment while it opens, unlocked, and a variable set or removed meanwhile can crash it).
+WARM_THREAD = "nexusmem-vectors-warm"
 # How deep the k-NN looks when the query has a --since/--until window (filtered after the k-NN).
 WINDOW_K = 2000
 
@@ -102,7 +105,7 @@ def _warm_similarities(store: SearchStore, blob: bytes) -> _WarmAnswer | None:
         if warm.matrix is None:
             if warm.queries >= WARM_AFTER_QUERIES and not warm.loading:
                 warm.loading = True
-                threading.Thread(target=_load, args=(store.path, warm), daemon=True).start()
+                threading.Thread(target=_load, args=(store.path, warm), name=WARM_THREAD, daemon=True).start()
             return None
     import numpy as np
 
