@@ -710,7 +710,8 @@ def reports_failure(text: str) -> bool:
 # stands.
 _RUN_TROUBLE = lazyre.compile(
     r"\b(?:ran|run|runs|running) out of\b|\bout of (?:memory|disk|space)\b"
-    r"|\b(?:died|dies|hung|hangs?|killed|stopped|timed? ?out|fell over|segfault\w*|oom(?:ed)?|conflicts?)\b",
+    r"|\b(?:died|dies|hung|hangs?|killed|stopped|timed? ?out|fell over|segfault\w*|oom(?:ed)?|conflicts?"
+    r"|complain(?:ed|s|ing)?|chok(?:e|ed|es|ing)|barf(?:ed|s)?)\b",
     re.IGNORECASE,
 )
 
@@ -718,6 +719,27 @@ _RUN_TROUBLE = lazyre.compile(
 def reports_run_failure(text: str) -> bool:
     """Whether TEXT reports that something went wrong (reports_failure) or that a run did not finish."""
     return reports_failure(text) or _RUN_TROUBLE.search(text) is not None
+
+
+def before_failure(text: str) -> str:
+    """TEXT up to the first phrase that reports a failure (reports_run_failure) in the past tense: the run
+    that failed, in "the migration that blew up four days ago" or "which training run ran out of GPU
+    memory", told apart from how it failed, which a command line does not hold. "" when TEXT reports none,
+    starts with it, or reports it in the present ("why does the node test fail on windows" asks about code,
+    not about a run)."""
+    found = [match for pattern in (_FAILURE, _RUN_TROUBLE) for match in [pattern.search(text)] if match]
+    if not found:
+        return ""
+    first = min(found, key=lambda match: match.start())
+    return text[: first.start()] if _PAST_FAILURE.match(first.group(0)) else ""
+
+
+# A failure reported as an event: a verb in the past tense, and what can only be said of one.
+_PAST_FAILURE = lazyre.compile(
+    r"\w+ed\b|broke\b|broken\b|blew up|blown up|ran out of|died|hung|fell over|killed|red\b"
+    r"|(?:could|would|did)(?:n'?t| not)",
+    re.IGNORECASE,
+)
 
 
 # The operating systems a text names, by the words people and commits use for them: a system's names, its
@@ -796,7 +818,7 @@ _RUNS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ("npm test", "npm t", "npm run test", "yarn test", "yarn run test", "pnpm test", "pnpm run test",
          "bun test", "deno test", "node --test", "jest", "vitest", "mocha", "ava", "karma", "playwright test",
          "cypress run", "pytest", "py.test", "tox", "nox", "unittest", "cargo test", "cargo nextest",
-         "go test", "make test", "make check", "ctest", "mvn test", "mvn verify", "gradle test",
+         "go test", "make test", "make check", "ctest", "mvn test", "mvn verify", "mvnw test", "mvnw verify", "gradle test",
          "gradlew test", "dotnet test", "rspec", "rake test", "rails test", "phpunit", "pest",
          "composer test", "mix test", "swift test", "zig build test", "cabal test", "stack test",
          "meson test", "bats", "prove"),
@@ -805,7 +827,7 @@ _RUNS: tuple[tuple[str, tuple[str, ...]], ...] = (
         r"builds?|building|compil\w*",
         ("build", "dist", "electron-builder", "make", "cmake", "ninja", "cargo build", "cargo check", "go build", "npm run build", "yarn build",
          "yarn run build", "pnpm build", "pnpm run build", "bun run build", "tsc", "webpack", "vite build",
-         "docker build", "docker compose build", "docker buildx", "mvn", "gradle", "gradlew",
+         "docker build", "docker compose build", "docker buildx", "mvn", "mvnw", "gradle", "gradlew",
          "dotnet build", "bazel build", "meson compile", "gcc", "g++", "clang", "cc", "javac", "rustc",
          "swift build", "zig build", "xcodebuild", "msbuild", "python -m build", "setup.py build"),
     ),
@@ -813,6 +835,13 @@ _RUNS: tuple[tuple[str, tuple[str, ...]], ...] = (
         r"lint\w*",
         ("eslint", "ruff", "flake8", "pylint", "golangci-lint", "cargo clippy", "shellcheck", "rubocop",
          "phpstan", "psalm", "stylelint", "npm run lint", "yarn lint", "pnpm lint", "make lint", "pre-commit"),
+    ),
+    (
+        r"format\w*|fmt|formatters?",
+        ("prettier", "black", "ruff format", "gofmt", "goimports", "cargo fmt", "rustfmt", "clang-format",
+         "spotless", "ktlint", "ktfmt", "mix format", "dotnet format", "isort", "shfmt", "swiftformat",
+         "php-cs-fixer", "terraform fmt", "npm run format", "yarn format", "pnpm format", "make format",
+         "make fmt"),
     ),
     (
         r"type ?check\w*|types",
@@ -829,7 +858,8 @@ _RUNS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     (
         r"migrat\w*",
-        ("migrate", "alembic", "flyway", "goose", "dbmate", "liquibase", "ecto.migrate", "diesel migration"),
+        ("migrate", "node-pg-migrate", "typeorm migration", "alembic", "flyway", "goose", "dbmate", "liquibase",
+         "ecto.migrate", "diesel migration", "sqitch"),
     ),
     (
         r"install\w*|dependenc\w*|deps",
@@ -844,6 +874,35 @@ _RUNS: tuple[tuple[str, tuple[str, ...]], ...] = (
          "flask run", "uvicorn", "gunicorn", "phx.server"),
     ),
 )  # fmt: skip
+# The programs a word people use for a tool or a thing names ("the maven build" ran `./mvnw`, "the install
+# onto my phone" `adb install`), from general knowledge: a command holding one of them is named by the word.
+PROGRAM_NAMES: dict[str, frozenset[str]] = {
+    word: frozenset(programs.split())
+    for word, programs in {
+        "maven": "mvn mvnw",
+        "postgres": "psql pg_dump pg_restore pg_isready pg_ctl createdb dropdb postgres",
+        "postgresql": "psql pg_dump pg_restore pg_isready pg_ctl createdb dropdb postgres",
+        "mysql": "mysql mysqldump mysqladmin",
+        "mariadb": "mysql mysqldump mariadb",
+        "kubernetes": "kubectl helm",
+        "k8s": "kubectl helm",
+        "cluster": "kubectl helm",
+        "pod": "kubectl",
+        "pods": "kubectl",
+        "phone": "adb",
+        "device": "adb",
+        "emulator": "adb emulator",
+        "simulator": "simctl",
+        "redis": "redis-cli redis-server",
+        "gcs": "gsutil",
+        "bucket": "gsutil s3",
+        "homebrew": "brew",
+        "bundler": "bundle",
+        "terraform": "terraform tofu",
+        "github": "gh",
+        "kafka": "kcat kafka-topics kafka-consumer-groups kafka-console-consumer",
+    }.items()
+}
 # Each kind's runners as word tuples, in _RUNS' order.
 _RUNNERS = tuple(tuple(tuple(r.split()) for r in runners) for _, runners in _RUNS)
 _COMMAND_SPLIT = lazyre.compile(r"[\s;&|():]+")

@@ -13,6 +13,7 @@ from nexusmem import authors, embed, identity, lazyre, paths, resolved, timefmt
 from nexusmem.retrieve import asks_docs, cjk, fuse, rank, rerank, search, thesaurus, timecue, vector
 from nexusmem.retrieve.fuse import Evidence
 from nexusmem.retrieve.intent import (
+    PROGRAM_NAMES,
     ConversationAsk,
     Intent,
     Runs,
@@ -22,6 +23,7 @@ from nexusmem.retrieve.intent import (
     asks_arrival,
     asks_own_change,
     asks_which_release,
+    before_failure,
     code_names,
     command_head,
     command_words,
@@ -1285,7 +1287,10 @@ def retrieve(
                 " after it, the passing re-run)"
             )
             question.notes.append(listing_note)
-    asks_failures = question.failure and question.then is None and answered_by is None
+    # A run that did not finish ("the training run ran out of GPU memory", "the feature build got killed")
+    # is asked about as a failure here, though the learned step does not read it as one (question.failure).
+    failing = question.failure or reports_run_failure(question.text)
+    asks_failures = failing and question.then is None and answered_by is None
     said = set(search.terms(without_names(question.search_text, names))) if names else None
     unnamed = words.words if said is None else [w for w in words.words if w in said]
     if asks_failures:
@@ -2514,6 +2519,20 @@ _ASKING = lazyre.compile(
 )
 
 
+# A run of the whole suite or project a question names ("the full test suite", "the whole build").
+_WHOLE_RUN = lazyre.compile(r"\b(?:full|whole|entire|complete)\b", re.IGNORECASE)
+_WHOLE_WORDS = frozenset(["full", "whole", "entire", "complete"])
+# An argument that narrows a run to some files or tests: a path, a file's name, a test's id (`a.py::t`).
+_NARROWING = lazyre.compile(r"/|::|\.[A-Za-z]{1,5}$")
+
+
+def _narrowed(command: str) -> bool:
+    """Whether COMMAND names files or tests to run (an argument past its program and first word that is a
+    path, a file or a test id), so that it runs part of what it would run alone."""
+    words = resolved.failed_part(command).split()
+    return any(_NARROWING.search(word) for word in words[2:] if not word.startswith("-"))
+
+
 def _in_span(node: StoredNode, window: tuple[int, int] | None) -> bool:
     return window is None or window[0] <= node.ts <= window[1]
 
@@ -2568,8 +2587,13 @@ def with_neighbours(
         words = {w for w in search.terms(naming) if not _ignorable(w)} - {
             w for kind in kinds for w in kind.words
         }
+        if _WHOLE_RUN.search(naming):
+            # "The full test suite": a run of the whole, not one narrowed to a file (`bundle exec rspec`,
+            # not `bundle exec rspec spec/jobs/sync_job_spec.rb`).
+            words -= _WHOLE_WORDS
+            pool = [n for n in pool if not _narrowed(n.ref)] or pool
         # A command's words as the index splits them: `tests/test_ws_presence.py` holds "presence".
-        held = {n.id: len(words.intersection(_INDEX_WORD.findall(n.ref.lower()))) for n in pool}
+        held = {n.id: len(_naming_head(words, _INDEX_WORD.findall(n.ref.lower()))) for n in pool}
         most = max(held.values())
         pool = [n for n in pool if held[n.id] == most]
     else:
@@ -2613,6 +2637,13 @@ def with_neighbours(
         anchor = max(named, key=lambda n: n.ts) if by_kind or latest else named[0]
         if failed and then == "after":
             anchor = episode_start(anchor, every)
+        elif failed and latest:
+            # "When the migration choked, what did I check before running it again": its next run.
+            anchor = min(
+                (n for n in every if n.ref == anchor.ref and n.ts > anchor.ts),
+                key=lambda n: n.ts,
+                default=anchor,
+            )
     top = scored[0][1] if scored else 1.0  # a run of a kind its words did not match: nothing else matched
     ids = store.shell_neighbours(
         anchor, after=then == "after", limit=SEQUENCE_STEPS, window_ms=SEQUENCE_WINDOW_MS, as_of=as_of
@@ -2723,7 +2754,7 @@ _NOT_A_SUBJECT = frozenset(
 )
 _UNIT_MS = {"minute": 60_000, "hour": 3_600_000, "day": 86_400_000, "week": 7 * 86_400_000}
 _UNIT_MS |= {"month": 30 * 86_400_000, "year": 365 * 86_400_000}
-_COUNT = r"(\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|few|a few|couple of|a couple of)"
+_COUNT = rf"(\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|{timecue.TENS}|few|a few|couple of|a couple of)"
 _LAST_SPAN = lazyre.compile(rf"\b(?:last|past)\s+(?:{_COUNT}\s+)?(minute|hour|day|week|month|year)s?\b", re.I)
 # "a week ago", and as people say it: "a week or so ago", "a day or two ago", "two and a half hours ago".
 _AGO_SPAN = lazyre.compile(
@@ -2732,6 +2763,8 @@ _AGO_SPAN = lazyre.compile(
 )
 _NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7}
 _NUMBERS |= {"eight": 8, "nine": 9, "ten": 10, "few": 3, "a few": 3, "couple of": 2, "a couple of": 2}
+_NUMBERS |= {"eleven": 11, "twelve": 12, "fifteen": 15, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50}
+_NUMBERS |= {"forty-five": 45, "forty five": 45, "sixty": 60, "ninety": 90}
 
 
 def _a_subject(words: list[str]) -> bool:
@@ -2763,7 +2796,7 @@ def _asked_window(question: Question, since: int | None, until: int | None) -> W
     """The time the question asks about: --since/--until; else the dates it writes (timecue.asked_dates), a
     date, the day before yesterday, yesterday
     (or last night), today (or this morning, before or after lunch), the last N units, this week, N units
-    ago (a unit either side); None when it names none. And how to say it. The day words are the asker's
+    ago (a unit either side, or a quarter of N); None when it names none. And how to say it. The day words are the asker's
     days, in the local time zone (timecue.local_day); a date written out is a UTC day, as --since's."""
     if since is not None or until is not None:
         return Window(since or 0, until or 2**62, "in the window asked", exact=True)
@@ -2788,7 +2821,10 @@ def _asked_window(question: Question, since: int | None, until: int | None) -> W
     ago = _AGO_SPAN.search(text)
     if ago is not None:
         n, unit = _count(ago.group(1)), _UNIT_MS[ago.group(2).lower()]
-        return Window(now - (n + 1) * unit, now - max(0, n - 1) * unit, ago.group(0))
+        # A unit either side, or a quarter of the count when that is more: "forty minutes ago" is said of
+        # anything from half an hour to fifty minutes back.
+        spread = max(unit, n * unit // 4)
+        return Window(now - n * unit - spread, now - max(0, n * unit - spread), ago.group(0))
     spanned = _LAST_SPAN.search(text)
     last = spanned or re.search(r"\bthis\s+(week|month|year)\b", text)
     if last is not None:
@@ -2983,6 +3019,14 @@ def failed_runs_first(
     passed = False
     failed_rows = _ran(store, [row for row in everything if _failed(row)])
     best, naming = _runs_naming(failed_rows, subject, kinds)
+    if not best:
+        # What follows the failure says how it failed ("ran out of GPU memory", "couldn't find docker"), in
+        # words no command line holds: the run it names is what comes before ("which training run").
+        head = search.terms(without_names(before_failure(question.search_text), names))
+        named = {w for w in head if not _ignorable(w)}
+        if named and named != subject:
+            best, naming = _runs_naming(failed_rows, named, kinds)
+            subject = named if best else subject
     # A day asked for by name, a date or --since/--until is the window meant: a failure just outside it
     # (yesterday's, for "which tests failed today") does not make the question's runs of that day no answer.
     near = not exact and _named_failure_near(store, question, low, high, subject, kinds, as_of)
@@ -3316,7 +3360,7 @@ def _runs_naming(
     naming: set[str] = set()
     for row in reversed(rows):
         said = command_words(resolved.failed_part(row[1]))
-        names = subject.intersection(command_head(head_words(resolved.failed_part(row[1]))))
+        names = _naming_head(subject, command_head(head_words(resolved.failed_part(row[1]))))
         names.update(w for runs in kinds if is_run(said, runs) for w in subject & runs.words)
         if names and len(names) >= most:
             if len(names) > most:
@@ -3326,6 +3370,25 @@ def _runs_naming(
     if not naming.issuperset(subject - FILLER_WORDS):
         return [], set()
     return best, naming
+
+
+def _naming_head(subject: set[str], head: list[str]) -> set[str]:
+    """The words of SUBJECT that name a command whose program and first word are HEAD (command_head): one of
+    them, a part of one (`train` of `train.py`, `features` of `build_features.py`), or an inflection of such
+    a part either way (_bases: "training" names `train.py`, "feature" `build_features.py`)."""
+    parts = {*head, *(part for word in head for part in _WORD_PARTS.findall(word))}
+    inflected = {base for part in parts for base in _bases(part)}
+    return {
+        w
+        for w in subject
+        if w in parts
+        or w in inflected
+        or not parts.isdisjoint(_bases(w))
+        or not parts.isdisjoint(PROGRAM_NAMES.get(w, ()))
+    }
+
+
+_WORD_PARTS = lazyre.compile(r"[a-z0-9]+")
 
 
 def _ignorable(word: str) -> bool:

@@ -28,6 +28,8 @@ _MONTHS = (
 LOOSELY = r"(?:\s+or\s+(?:so|two|three))?"
 # And a half of a unit, before it or after it: "two and a half hours ago", "an hour and a half ago".
 HALF = r"(?:\s+and\s+a\s+half)?"
+# Counts written out past ten, as people give minutes and days: "forty minutes ago", "fifteen days ago".
+TENS = r"eleven|twelve|fifteen|twenty|thirty|forty|forty[- ]five|fifty|sixty|ninety"
 # Phrases that ask about time relative to now. "last" alone is left out: "the last argument" is not a time.
 _RELATIVE_SOURCE = (
     r"\b(?:"
@@ -35,7 +37,7 @@ _RELATIVE_SOURCE = (
     r"|today|tonight|yesterday|this\s+(?:morning|afternoon|evening|week|month|sprint)"
     r"|last\s+(?:night|week|month|year|time|thing|attempt|try|run|change|commit|push|few\s+\w+|couple\s+of\s+\w+)"
     r"|(?:try|tried|did|ran|run|changed|broke|failed|fixed|touched)\s+last(?:\s+time)?"
-    r"|(?:\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|few|a\s+few|couple\s+of|several)"
+    rf"|(?:\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|{TENS}|few|a\s+few|couple\s+of|several)"
     rf"{HALF}\s+(?:minutes?|hours?|days?|weeks?|months?){HALF}{LOOSELY}\s+ago"
     r"|(?:past|last)\s+(?:\d+\s+|few\s+|couple\s+of\s+)?(?:hour|hours|days|weeks|months)"
     r")\b"
