@@ -3023,10 +3023,10 @@ def failed_runs_first(
         # What follows the failure says how it failed ("ran out of GPU memory", "couldn't find docker"), in
         # words no command line holds: the run it names is what comes before ("which training run").
         head = search.terms(without_names(before_failure(question.search_text), names))
-        named = {w for w in head if not _ignorable(w)}
-        if named and named != subject:
-            best, naming = _runs_naming(failed_rows, named, kinds)
-            subject = named if best else subject
+        before = {w for w in head if not _ignorable(w)}
+        if before and before != subject:
+            best, naming = _runs_naming(failed_rows, before, kinds)
+            subject = before if best else subject
     # A day asked for by name, a date or --since/--until is the window meant: a failure just outside it
     # (yesterday's, for "which tests failed today") does not make the question's runs of that day no answer.
     near = not exact and _named_failure_near(store, question, low, high, subject, kinds, as_of)
