@@ -814,7 +814,8 @@ def platforms_named(text: str) -> frozenset[str]:
 # test:unit`, `cd web && yarn build`).
 _RUNS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
-        r"tests?|testing|specs?|(?:test ?)?suites?",
+        r"(?:(?:unit|integration|smoke|quick|browser|ui) )?"
+        r"(?:tests?|testing|specs?|(?:test ?)?suites?)",
         ("npm test", "npm t", "npm run test", "yarn test", "yarn run test", "pnpm test", "pnpm run test",
          "bun test", "deno test", "node --test", "jest", "vitest", "mocha", "ava", "karma", "playwright test",
          "cypress run", "pytest", "py.test", "tox", "nox", "unittest", "cargo test", "cargo nextest",
@@ -822,6 +823,11 @@ _RUNS: tuple[tuple[str, tuple[str, ...]], ...] = (
          "gradlew test", "dotnet test", "rspec", "rake test", "rails test", "phpunit", "pest",
          "composer test", "mix test", "swift test", "zig build test", "cabal test", "stack test",
          "meson test", "bats", "prove"),
+    ),
+    (
+        r"e2e|end[- ]to[- ]end",
+        ("playwright", "cypress", "npm run e2e", "npm run test:e2e", "yarn e2e", "pnpm e2e", "detox", "wdio",
+         "nightwatch", "testcafe"),
     ),
     (
         r"builds?|building|compil\w*",
@@ -910,6 +916,10 @@ _COMMAND_SPLIT = lazyre.compile(r"[\s;&|():]+")
 _HEAD_WORD = lazyre.compile(r"&&|;|[^\s;&|():]+")
 
 
+# The words of a kind's phrase in a question, as the question's words are split ("end-to-end": end, to).
+_SPAN_WORD = lazyre.compile(r"[a-z0-9]+")
+
+
 @dataclass(frozen=True)
 class Runs:
     """A kind of run a question names: its words in the question, and the runners' words."""
@@ -924,7 +934,7 @@ def runs_named(text: str) -> list[Runs]:
     for (said, _), runners in zip(_RUNS, _RUNNERS):
         spans = re.findall(rf"\b(?:{said})\b", text, re.IGNORECASE)
         if spans:
-            words = frozenset(w.lower() for span in spans for w in span.split())
+            words = frozenset(w for span in spans for w in _SPAN_WORD.findall(span.lower()))
             found.append(Runs(words, runners))
     return found
 

@@ -1260,6 +1260,7 @@ def retrieve(
             between=_BETWEEN.search(question.text) is not None,
             asked=question.text,
             window=sequence_window(store, question, as_of, since, until),
+            timed=_asked_window(question, since, until) is not None,
             as_of=as_of,
             since=since,
             until=until,
@@ -2481,17 +2482,17 @@ KIND_RUNS = 500
 
 def _runs_between(
     store: SearchStore,
-    kinds: list[Runs],
+    runs: Callable[[str], bool],
     window: tuple[int, int],
     listed: set[str],
     as_of: int | None,
     since: int | None,
     until: int | None,
 ) -> list[StoredNode]:
-    """The runs of KINDS in WINDOW (LOW, HIGH epoch ms) not among the ids LISTED, newest first: at most
-    KIND_RUNS of them, those recorded by AS_OF and within SINCE..UNTIL."""
+    """The commands of WINDOW (LOW, HIGH epoch ms) that RUNS keeps, not among the ids LISTED, newest first:
+    at most KIND_RUNS of them, those recorded by AS_OF and within SINCE..UNTIL."""
     rows = store.shell_commands_between(*window)
-    ids = [row[0] for row in reversed(rows) if row[0] not in listed and _runs_of(row[1], kinds)][:KIND_RUNS]
+    ids = [row[0] for row in reversed(rows) if row[0] not in listed and runs(row[1])][:KIND_RUNS]
     nodes = store.get_many(ids, light=True)
     return [nodes[i] for i in ids if i in nodes and _within(nodes[i], as_of, since, until)]
 
@@ -2533,6 +2534,12 @@ def _narrowed(command: str) -> bool:
     return any(_NARROWING.search(word) for word in words[2:] if not word.startswith("-"))
 
 
+# How soon after or before: "right after", "just before", "straight after".
+_SOON = lazyre.compile(
+    r"\b(?:right|just|straight|immediately|directly)\s+(?=after\b|before\b)", re.IGNORECASE
+)
+
+
 def _in_span(node: StoredNode, window: tuple[int, int] | None) -> bool:
     return window is None or window[0] <= node.ts <= window[1]
 
@@ -2555,6 +2562,7 @@ def with_neighbours(
     between: bool = False,
     asked: str = "",
     window: tuple[int, int] | None = None,
+    timed: bool = False,
     as_of: int | None = None,
     since: int | None = None,
     until: int | None = None,
@@ -2571,15 +2579,26 @@ def with_neighbours(
     words the vectors liked better; an older one is asked about with a time, whose window holds the
     search), else the best ranked (the latest when LATEST: "before I pushed again"). After a failure, the
     first of its episode (episode_start)."""
-    naming = _ASKING.sub(" ", asked)  # the question without what it asks for: what names the anchor
+    # The question without what it asks for ("what did I run") and how soon ("right after"): what names the
+    # anchor.
+    naming = _SOON.sub(" ", _ASKING.sub(" ", asked))
     kinds = runs_named(naming)
     shells = [n for n, _ in scored if n.kind == "shell_command"]
     # A kind of run it names ("once CI went red": `gh run watch`) names its runs, those of the list and those
     # of WINDOW the words did not bring; else the commands whose words match it best.
     pool = [n for n in shells if _runs_of(n.ref, kinds) and _in_span(n, window)] if kinds else []
     if kinds and window is not None:
-        pool += _runs_between(store, kinds, window, {n.id for n in shells}, as_of, since, until)
+        pool += _runs_between(
+            store,
+            lambda command: _runs_of(command, kinds),
+            window,
+            {n.id for n in shells},
+            as_of,
+            since,
+            until,
+        )
     by_kind = bool(pool)
+    by_words = False  # no kind named: the commands of WINDOW its words name
     most = 0
     if by_kind:
         # Of those, the ones holding most of its other words ("the session suite": `pytest
@@ -2596,7 +2615,31 @@ def with_neighbours(
         held = {n.id: len(_naming_head(words, _INDEX_WORD.findall(n.ref.lower()))) for n in pool}
         most = max(held.values())
         pool = [n for n in pool if held[n.id] == most]
-    else:
+    elif window is not None:
+        # No kind named: the commands of WINDOW holding most of its words, split as a command's are and
+        # with their inflections ("the export script": `/opt/ml/bin/export_daily.sh`; "tagging the new
+        # version": `git tag -s v0.15.0`), the failed ones when it reports a failure; the latest of them, as
+        # of a kind's runs.
+        spoken = [w for w in search.terms(naming) if w.lower() not in STOPWORDS]
+        words = {w for w in spoken if not _ignorable(w)}
+        recent = _runs_between(store, lambda _: True, window, set(), as_of, since, until)
+        parts = {n.id: _INDEX_WORD.findall(n.ref.lower()) for n in recent}
+        held = {n.id: len(_naming_head(words, parts[n.id])) for n in recent}
+        if failed:
+            recent = [n for n in recent if _exited_badly(n) and held[n.id]] or recent
+        most = max((held[n.id] for n in recent), default=0)
+        # Of those, the ones holding most of its words besides ("before starting git bisect": `git bisect
+        # start`, not the later `git bisect reset`).
+        also = {
+            n.id: len(_naming_head(set(spoken), parts[n.id])) for n in recent if most and held[n.id] == most
+        }
+        recent = [n for n in recent if n.id in also and also[n.id] == max(also.values())]
+        # With no time asked, a month of commands: one word in common ("the desktop app's dev mode" and
+        # `adb install app-debug.apk`), or the two ends of a "between", are no anchor; the ranking's words are.
+        if timed or (most >= 2 and not between):
+            pool = recent
+            by_words = bool(pool)
+    if not by_kind and not by_words:
         pool = [n for n, _ in scored[:SEQUENCE_ANCHORS] if n.kind == "shell_command"]
     wide = not pool
     if wide:
@@ -2609,7 +2652,9 @@ def with_neighbours(
         failing = [n for n in pool if _exited_badly(n)]
         pool = failing or ([] if wide else pool)  # far down, only a run that failed is the one it names
     best = max((_lexical(evidence, n) for n in pool), default=0.0)
-    if by_kind and not most:
+    if by_words:
+        named = pool  # what its words name, already chosen
+    elif by_kind and not most:
         # None holding another of its words: the ones nearest it by vector ("the android debug build":
         # `./gradlew assembleDebug`, not the `make lint` of yesterday), when the vectors found any.
         near = max((_semantic(evidence, n) for n in pool), default=0.0)
@@ -2634,7 +2679,7 @@ def with_neighbours(
     else:
         # Of a kind's runs, the latest (its words chose none: "once CI went red"); of the words' matches,
         # the best ranked.
-        anchor = max(named, key=lambda n: n.ts) if by_kind or latest else named[0]
+        anchor = max(named, key=lambda n: n.ts) if by_kind or by_words or latest else named[0]
         if failed and then == "after":
             anchor = episode_start(anchor, every)
         elif failed and latest:
@@ -3017,16 +3062,31 @@ def failed_runs_first(
     everything = store.shell_commands_between(low, high)
     kinds = runs_named(question.text)
     passed = False
-    failed_rows = _ran(store, [row for row in everything if _failed(row)])
-    best, naming = _runs_naming(failed_rows, subject, kinds)
-    if not best:
-        # What follows the failure says how it failed ("ran out of GPU memory", "couldn't find docker"), in
-        # words no command line holds: the run it names is what comes before ("which training run").
-        head = search.terms(without_names(before_failure(question.search_text), names))
-        before = {w for w in head if not _ignorable(w)}
-        if before and before != subject:
-            best, naming = _runs_naming(failed_rows, before, kinds)
-            subject = before if best else subject
+    # What follows a failure in the past says how it failed ("ran out of GPU memory", "couldn't find
+    # docker"), in words no command line holds: the run it names is what comes before ("which training run").
+    head = search.terms(without_names(before_failure(question.search_text), names))
+    before = {w for w in head if not _ignorable(w)}
+
+    def naming_failures(
+        rows: list[tuple[str, str, int, str | None, int | None]],
+    ) -> tuple[list[str], set[str], set[str]]:
+        """_runs_naming of the failed ROWS by the whole subject, else by what comes before the failure;
+        and the subject that named them."""
+        found = _runs_naming(rows, subject, kinds)
+        if found[0] or not before or before == subject:
+            return (*found, subject)
+        found = _runs_naming(rows, before, kinds)
+        return (*found, before if found[0] else subject)
+
+    best, naming, subject = naming_failures(_ran(store, [row for row in everything if _failed(row)]))
+    newest = store.reference_time(as_of)
+    if not best and newest is not None and _asked_window(question, since, until) is None:
+        # No time said ("my integration tests couldn't find docker at some point"): a month back.
+        start = min(low, newest - CUE_WINDOW_MS)
+        older = _ran(store, [row for row in store.shell_commands_between(start, low) if _failed(row)])
+        best, naming, subject = naming_failures(older)
+        if best:
+            span = f"in the {CUE_WINDOW_MS // 86_400_000} days up to the newest record"
     # A day asked for by name, a date or --since/--until is the window meant: a failure just outside it
     # (yesterday's, for "which tests failed today") does not make the question's runs of that day no answer.
     near = not exact and _named_failure_near(store, question, low, high, subject, kinds, as_of)
