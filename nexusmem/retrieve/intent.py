@@ -674,7 +674,8 @@ def _named_thing(text: str) -> str | None:
 # "The push was rejected, what did I do next?", "what did I run before pushing again?": the answer is a
 # command run next to the one the question names, not that command.
 _ASKS_DONE = lazyre.compile(
-    r"\b(what|which( \w+){1,2}) (did|do|had) (i|we) (do|try|run|type|check|look at|change)\b"
+    r"\b(what|which( \w+){1,2}|where) (did|do|had) (i|we)"
+    r" (do|try|run|type|check|look at|look|change|inspect|open|read|start|launch|kick off|fire off)\b"
     r"|\bthing (i|we) (ran|did|tried|checked|looked at|typed)\b"
     r"|\bwhat (came|happened|ran) ((right|just|immediately) )?(next|after|before)\b|\bwhat next\b",
     re.IGNORECASE,
@@ -705,13 +706,16 @@ def reports_failure(text: str) -> bool:
 
 
 # How a run that did not finish is told besides (`reports_run_failure`): "once the tests ran out of database
-# connections", "the build died", "the job hung", "the rebase stopped on a conflict". Not in _FAILURE: that
+# connections", "the build died", "the job hung", "the rebase stopped on a conflict", "access denied", "a 502".
+# Not in _FAILURE: that
 # one decides how the learned step reads a question (retrieve.rerank's "failure" condition), learned as it
 # stands.
 _RUN_TROUBLE = lazyre.compile(
     r"\b(?:ran|run|runs|running) out of\b|\bout of (?:memory|disk|space)\b"
     r"|\b(?:died|dies|hung|hangs?|killed|stopped|timed? ?out|fell over|segfault\w*|oom(?:ed)?|conflicts?"
-    r"|complain(?:ed|s|ing)?|chok(?:e|ed|es|ing)|barf(?:ed|s)?)\b",
+    r"|complain(?:ed|s|ing)?|chok(?:e|ed|es|ing)|barf(?:ed|s)?|denied)\b"
+    # An HTTP error a request got: "answering 502", "a 403 when pushing".
+    r"|(?<![\w.])(?:40[0-9]|429|50[0-9])(?![\w.])",
     re.IGNORECASE,
 )
 
@@ -881,7 +885,8 @@ _RUNS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
 )  # fmt: skip
 # The programs a word people use for a tool or a thing names ("the maven build" ran `./mvnw`, "the install
-# onto my phone" `adb install`), from general knowledge: a command holding one of them is named by the word.
+# onto my phone" `adb install`), and the commands' words an action is done by ("the docs upload": `aws s3
+# sync`), from general knowledge: a command holding one of them is named by the word.
 PROGRAM_NAMES: dict[str, frozenset[str]] = {
     word: frozenset(programs.split())
     for word, programs in {
@@ -907,6 +912,11 @@ PROGRAM_NAMES: dict[str, frozenset[str]] = {
         "terraform": "terraform tofu",
         "github": "gh",
         "kafka": "kcat kafka-topics kafka-consumer-groups kafka-console-consumer",
+        # What a command does, by the words of the commands that do it.
+        "upload": "cp sync put rsync scp upload",
+        "download": "cp sync pull get fetch rsync scp curl wget download",
+        "publish": "publish release upload",
+        "dump": "mysqldump pg_dump pg_dumpall mongodump jmap jstack",
     }.items()
 }
 # Each kind's runners as word tuples, in _RUNS' order.

@@ -2516,7 +2516,9 @@ def sequence_window(
 # What a sequence question asks for ("which CI command did I run just before checking the formatting"): a
 # kind of run it names there is the answer's, not the anchor's.
 _ASKING = lazyre.compile(
-    r"\b(?:what|which)\b(?:\s+[\w-]+){0,3}?\s+(?:did|do|have|had)\s+(?:i|we)\s+\w+", re.IGNORECASE
+    r"\b(?:what|which|where|how)\b(?:\s+[\w-]+){0,3}?\s+(?:did|do|have|had|was|were)\b(?:\s+[\w-]+){0,3}?"
+    r"\s+(?:i|we)\s+\w+",
+    re.IGNORECASE,
 )
 
 
@@ -2640,7 +2642,10 @@ def with_neighbours(
             pool = recent
             by_words = bool(pool)
     if not by_kind and not by_words:
+        # The first results' commands, those of WINDOW first (a month back when no time is asked: not the
+        # `npm test -- upload` of last quarter for "the docs upload").
         pool = [n for n, _ in scored[:SEQUENCE_ANCHORS] if n.kind == "shell_command"]
+        pool = [n for n in pool if _in_span(n, window)] or pool
     wide = not pool
     if wide:
         # "My push was rejected, what did I do after that?": old commits and docs that say "push" can fill
