@@ -162,3 +162,103 @@ def test_a_run_is_of_the_kind_its_longest_runner_says(repo: Path) -> None:
         found["notes"]
     )
     assert found["items"][0]["title"] == "rustup update stable (exit 0)"
+
+
+def test_a_failure_told_by_how_it_went_names_the_run_before_it(repo: Path) -> None:
+    """ "Which training run ran out of GPU memory": what follows the failure says how it went, in words no
+    command line holds; the run is what comes before it ("training" names `train.py`). A run that did not
+    finish is a failure to list, though "ran out of" is no word of failure."""
+    synced(
+        repo,
+        """
+        300 1 python train.py --config configs/vit.yaml
+        295 0 nvidia-smi
+        290 0 python train.py --config configs/vit.yaml --batch-size 16
+        100 1 pytest tests/test_model.py
+        """,
+    )
+    found = query_json(repo, "which training run ran out of GPU memory about five hours ago")
+    assert found["items"][0]["title"] == "python train.py --config configs/vit.yaml (exit 1)", found["items"][
+        :3
+    ]
+    # Said in the present, a failure is a question about code, not about a run ("why does it fail on X").
+    code = query_json(repo, "why does the training run fail on windows")
+    assert not any(n.startswith("first: the failed runs") for n in code["notes"]), code["notes"]
+
+
+def test_a_tool_named_by_its_everyday_name_and_a_time_in_tens(repo: Path) -> None:
+    """ "The maven build" ran `./mvnw`, "my phone" is where `adb` installs; "forty minutes ago" is a time,
+    said of anything from half an hour to fifty minutes back."""
+    synced(
+        repo,
+        """
+        200 1 ./mvnw -U clean install
+        190 0 ./mvnw -U clean install
+        44 1 adb install -r app-debug.apk
+        36 0 adb install -r app-debug.apk
+        10 1 npm run build
+        """,
+    )
+    found = query_json(repo, "which maven build failed about three hours ago")
+    assert found["items"][0]["title"] == "./mvnw -U clean install (exit 1)", found["items"][:3]
+    found = query_json(repo, "which install onto my phone failed about forty minutes ago")
+    assert found["items"][0]["title"] == "adb install -r app-debug.apk (exit 1)", (found["notes"], found["items"][:3])
+
+
+def test_the_full_suite_and_a_formatting_check(repo: Path) -> None:
+    """ "The full test suite" is a run of the whole, not the narrowed rerun that failed later; "the
+    formatting check complained" names `cargo fmt --check`, which it shares one word with, as clippy."""
+    synced(
+        repo,
+        """
+        300 1 bundle exec rspec
+        298 0 bundle exec rspec spec/models/user_spec.rb
+        200 1 cargo fmt --check
+        198 0 cargo fmt
+        195 0 cargo fmt --check
+        100 1 bundle exec rspec spec/jobs/mailer_job_spec.rb
+        95 0 bundle exec rspec spec/jobs/mailer_job_spec.rb
+        90 1 cargo clippy --all-targets -- -D warnings
+        85 0 git status
+        """,
+    )
+    found = query_json(repo, "right after the full test suite failed, what did I run?")
+    assert first_note(found).startswith("first: what was run after `bundle exec rspec` (exit 1,"), found[
+        "notes"
+    ]
+    assert found["items"][0]["title"] == "bundle exec rspec spec/models/user_spec.rb (exit 0)"
+    found = query_json(repo, "right after the formatting check complained, what did I run")
+    assert found["items"][0]["title"] == "cargo fmt (exit 0)", found["items"][:3]
+
+
+def test_with_a_time_asked_the_command_its_words_name(repo: Path) -> None:
+    """ "About an hour and a half ago the export script died": the script is `nightly_export.sh` run under
+    an empty environment, which no word of the ranking's first results names as a whole; the commands of
+    that time that hold its words, split and inflected, do (the one that failed, as it reports a failure).
+    An upload is what `rsync` does, and "access denied" and an HTTP error are a run's failure."""
+    synced(
+        repo,
+        """
+        100 127 env -i /bin/sh -c /opt/app/bin/nightly_export.sh
+        97 0 command -v psql
+        90 0 sudo install -m 755 scripts/nightly_export.sh /opt/app/bin/nightly_export.sh
+        60 23 rsync -av public/ deploy@web:/var/www/docs/
+        57 0 ssh deploy@web 'ls -ld /var/www/docs'
+        50 0 rsync -av public/ deploy@web:/var/www/docs/
+        40 22 curl -fsSI https://staging.example.org/
+        38 0 ssh deploy@web 'sudo tail -n 50 /var/log/nginx/error.log'
+        """,
+    )
+    found = query_json(
+        repo,
+        "about an hour and a half ago the export script died when I ran it without env, what did I try next",
+    )
+    assert found["items"][0]["title"] == "command -v psql (exit 0)", found["items"][:3]
+    found = query_json(
+        repo, "right after the docs upload got access denied, what was the first thing I checked"
+    )
+    assert found["items"][0]["title"] == "ssh deploy@web 'ls -ld /var/www/docs' (exit 0)", found["items"][:3]
+    found = query_json(
+        repo, "right after the staging site started answering 502 an hour ago, where did I look first"
+    )
+    assert found["items"][0]["title"].startswith("ssh deploy@web 'sudo tail"), found["items"][:3]

@@ -2774,6 +2774,11 @@ _NOT_A_SUBJECT = frozenset(
         "just",
         "few",
         "couple",
+        # Prepositions the stopwords miss ("the install onto my phone").
+        "onto",
+        "upon",
+        "toward",
+        "towards",
         # "which of my projects had failing tests", "what did I commit in this repo": one project's memory
         # is asked, and every word of it is about that project (its own names: project_names).
         "project",
