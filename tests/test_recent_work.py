@@ -202,7 +202,10 @@ def test_a_tool_named_by_its_everyday_name_and_a_time_in_tens(repo: Path) -> Non
     found = query_json(repo, "which maven build failed about three hours ago")
     assert found["items"][0]["title"] == "./mvnw -U clean install (exit 1)", found["items"][:3]
     found = query_json(repo, "which install onto my phone failed about forty minutes ago")
-    assert found["items"][0]["title"] == "adb install -r app-debug.apk (exit 1)", (found["notes"], found["items"][:3])
+    assert found["items"][0]["title"] == "adb install -r app-debug.apk (exit 1)", (
+        found["notes"],
+        found["items"][:3],
+    )
 
 
 def test_the_full_suite_and_a_formatting_check(repo: Path) -> None:
