@@ -265,3 +265,43 @@ def test_with_a_time_asked_the_command_its_words_name(repo: Path) -> None:
         repo, "right after the staging site started answering 502 an hour ago, where did I look first"
     )
     assert found["items"][0]["title"].startswith("ssh deploy@web 'sudo tail"), found["items"][:3]
+
+
+def test_how_a_run_was_got_working(repo: Path) -> None:
+    """ "How did I finally get npm ci passing": no fix word, no failure word, yet the answer is what was
+    done between the last failed `npm ci` and the one that passed: the commit made then, then the commands,
+    nearest the passing run first. "Got rid of the terraform state lock": the run is named by its program.
+    A run that shares one word of an argument with the question is not the run it names."""
+    commit(
+        repo,
+        "fix(deps): pin react-dom to the 18 line for the router's peer range",
+        {"package.json": '{"dependencies": {"react-dom": "18.3.1"}}\n'},
+        when=NOW - 975 * 60,
+    )
+    synced(
+        repo,
+        """
+        1000 1 npm ci
+        990 1 rm -rf node_modules && npm install
+        985 0 npm explain react-dom
+        970 0 npm ci
+        300 1 terraform plan
+        297 0 terraform force-unlock -force 6f1c2e9a
+        295 0 terraform plan
+        200 1 kubectl -n staging rollout status deploy/order-service
+        190 0 kubectl -n staging rollout undo deploy/order-service
+        185 0 kubectl -n staging rollout status deploy/order-service
+        100 1 pytest -q
+        """,
+    )
+    found = query_json(repo, "how did I finally get npm ci passing")
+    assert first_note(found).startswith("first: what was done before `npm ci` passed"), found["notes"]
+    titles = [it["title"] for it in found["items"]]
+    assert titles[:2] == [
+        "fix(deps): pin react-dom to the 18 line for the router's peer range",
+        "npm explain react-dom (exit 0)",
+    ], titles[:4]
+    found = query_json(repo, "how did I get rid of the terraform state lock")
+    assert found["items"][0]["title"] == "terraform force-unlock -force 6f1c2e9a (exit 0)", found["items"][:3]
+    found = query_json(repo, "how did I get the container-based order tests working again")
+    assert not first_note(found).startswith("first: what was done before"), found["notes"]

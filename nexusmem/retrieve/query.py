@@ -1291,6 +1291,17 @@ def retrieve(
     # A run that did not finish ("the training run ran out of GPU memory", "the feature build got killed")
     # is asked about as a failure here, though the learned step does not read it as one (question.failure).
     failing = question.failure or reports_run_failure(question.text)
+    if answered_by is None and question.then is None and asks_got_working(question.text):
+        scored, listed, working = got_working_first(
+            store, scored, question, as_of=as_of, since=since, until=until, names=names
+        )
+        if working is not None:
+            answered_by = listed[0].id
+            listing_note = (
+                f"first: what was done before `{working.ref}` passed ({timefmt.iso(working.ts)}), since it last"
+                " failed, nearest first"
+            )
+            question.notes.append(listing_note)
     asks_failures = failing and question.then is None and answered_by is None
     said = set(search.terms(without_names(question.search_text, names))) if names else None
     unnamed = words.words if said is None else [w for w in words.words if w in said]
@@ -3244,6 +3255,141 @@ def fixes_first(
         if shown_node is not None
     ]
     return _listed(scored, with_patches, keep=True), shown, failures
+
+
+# "How did I finally get npm ci passing again", "what got rid of the state lock", "what made mypy pass": the
+# answer is what was done between the run's last failure and the run that then passed (its rerun up to
+# WORKING_GAP_MS later): the commands and commits between them, nearest the passing run first, then the two
+# runs. Asked with no fix word nor failure word, so no failure → fix link (fixes_first) is read.
+_GOT_WORKING = lazyre.compile(
+    r"\bhow\s+(?:did|have|had|could)\s+(?:i|we)\s+(?:finally\s+|eventually\s+|actually\s+)?"
+    r"(?:(?:get|got|make|made)\b(?!\s+rid)[^?.]*?\b(?:work\w*|pass\w*|go(?:ing)?|through|run(?:ning)?|green"
+    r"|solve|build|again|back|up)\b"
+    r"|(?:get\s+rid\s+of|clear|unblock|solve|sort\s+out|get\s+past|get\s+around|work\s+around|resolve)\b)"
+    r"|\bwhat(?:\s+\w+)?\s+(?:finally\s+)?(?:got\s+rid\s+of|cleared|unblocked|solved|sorted\s+out|resolved"
+    r"|made\b[^?.]*?\b(?:work\w*|pass\w*|go\s+through|green))\b",
+    re.IGNORECASE,
+)
+# Words of such a question that say only that it got working (with _FIX_WORDS and _ignorable's).
+_WORKING_WORDS = frozenset(
+    [
+        "get",
+        "got",
+        "make",
+        "made",
+        "work",
+        "works",
+        "working",
+        "worked",
+        "pass",
+        "passes",
+        "passed",
+        "passing",
+        "go",
+        "going",
+        "through",
+        "green",
+        "solve",
+        "solved",
+        "again",
+        "back",
+        "up",
+        "rid",
+        "clear",
+        "cleared",
+        "unblock",
+        "unblocked",
+        "sort",
+        "sorted",
+        "past",
+        "around",
+        "resolve",
+        "resolved",
+        "finally",
+        "eventually",
+    ]
+)
+WORKING_LISTED = 6  # the commands and commits between the failure and the passing run, at most
+# How long after its last failure a run that passed is what got it working: an evening's work, or the next
+# morning's.
+WORKING_GAP_MS = 16 * 3_600_000
+WORKING_COMMIT_MS = 2 * 3_600_000  # a commit this long after the passing run says what fixed it
+
+
+def asks_got_working(text: str) -> bool:
+    """Whether TEXT asks how something was got working ("how did I finally get the wheel to build", "what
+    got rid of the lock", "what change made mypy pass")."""
+    return _GOT_WORKING.search(text) is not None
+
+
+def got_working_first(
+    store: SearchStore,
+    scored: list[tuple[StoredNode, float]],
+    question: Question,
+    *,
+    as_of: int | None,
+    since: int | None,
+    until: int | None,
+    names: frozenset[str] = frozenset(),
+) -> tuple[list[tuple[StoredNode, float]], list[StoredNode], StoredNode | None]:
+    """SCORED with what was done between the last failure of the run the question names and that run's
+    passing rerun put first (asks_got_working): the commits made between them or up to WORKING_COMMIT_MS
+    after, then the commands between them, each nearest the passing run first, at most WORKING_LISTED in
+    all, then the passing run and the failure; those nodes; the passing run.
+    The run named is a command that passed at most WORKING_GAP_MS after its last failure, in the time asked
+    (else CUE_WINDOW_MS back), holding most of the question's words, split and inflected as a command's
+    are, or of the kind of run it names (half of them at least, or one naming its program); the latest of
+    those. SCORED unchanged, none, None when no such run
+    holds a word of it."""
+    words = search.terms(without_names(question.search_text, names))
+    subject = {
+        w for w in words if not _ignorable(w) and w not in _FIX_WORDS and w not in _WORKING_WORDS
+    } - FILLER_WORDS
+    newest = store.reference_time(as_of)
+    if not subject or newest is None:
+        return scored, [], None
+    asked = _asked_window(question, since, until)
+    low, high = (asked.low, asked.high) if asked is not None else (newest - CUE_WINDOW_MS, newest)
+    kinds = runs_named(question.text)
+    rows = store.shell_commands_between(low - EPISODE_GAP_MS, high)
+    last_failure: dict[str, tuple[str, str, int, str | None, int | None]] = {}
+    ended: list[tuple[int, tuple[str, str, int, str | None, int | None], str]] = []
+    for row in rows:  # oldest first
+        if _failed(row):
+            last_failure[row[1]] = row
+            continue
+        failure = last_failure.pop(row[1], None)
+        if row[4] == 0 and failure is not None and row[2] - failure[2] <= WORKING_GAP_MS and row[2] >= low:
+            said = command_words(resolved.failed_part(row[1]))
+            held = _naming_head(subject, _INDEX_WORD.findall(row[1].lower()))
+            held |= {w for runs in kinds if is_run(said, runs) for w in subject & runs.words}
+            # Half its words, or its program ("the stale terraform lock": `terraform plan`); not one word of
+            # an argument ("the container-based order tests": `kubectl rollout status deploy/order-service`).
+            program = command_head(head_words(resolved.failed_part(row[1])))[:1]
+            if held and (2 * len(held) >= len(subject) or _naming_head(subject, program)):
+                ended.append((len(held), failure, row[0]))
+    if not ended:
+        return scored, [], None
+    most = max(count for count, _, _ in ended)
+    _, failure, passed_id = [entry for entry in ended if entry[0] == most][-1]
+    passed_row = next(row for row in rows if row[0] == passed_id)
+    between = [row[0] for row in rows if failure[2] < row[2] < passed_row[2] and row[3] == failure[3]]
+    # The commit that says what the fix was is often made once the run passed.
+    end = passed_row[2] + WORKING_COMMIT_MS
+    commits = store.newest_of_kind("git_commit", failure[2], end, WORKING_LISTED)
+    nodes = store.get_many([*between, *commits, passed_id, failure[0]], light=True)
+    if passed_id not in nodes or failure[0] not in nodes:
+        return scored, [], None
+
+    def nearest(ids: list[str]) -> list[StoredNode]:
+        kept = [nodes[i] for i in ids if i in nodes and _within(nodes[i], as_of, since, until)]
+        return sorted(
+            (node for node in kept if not is_own_line(node)), key=lambda node: abs(passed_row[2] - node.ts)
+        )
+
+    done = [*nearest(commits), *nearest(between)][:WORKING_LISTED]
+    listed = [*done, nodes[passed_id], nodes[failure[0]]]
+    return _listed(scored, listed, keep=True), listed, nodes[passed_id]
 
 
 # "What did I try before the fix?", "what did I try before fixing the easter test": the fix is what memory
