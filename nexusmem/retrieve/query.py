@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from collections.abc import Callable, Mapping
@@ -2635,22 +2636,26 @@ def with_neighbours(
         # of a kind's runs.
         spoken = [w for w in search.terms(naming) if w.lower() not in STOPWORDS]
         words = {w for w in spoken if not _ignorable(w)}
-        recent = _runs_between(store, lambda _: True, window, set(), as_of, since, until)
-        parts = {n.id: _INDEX_WORD.findall(n.ref.lower()) for n in recent}
-        held = {n.id: len(_naming_head(words, parts[n.id])) for n in recent}
+        # Read from the log's rows (the newest KIND_RUNS), the nodes of the chosen alone.
+        rows = list(reversed(store.shell_commands_between(*window, newest=KIND_RUNS)))
+        parts = {row[0]: _INDEX_WORD.findall(row[1].lower()) for row in rows}
+        held = {row[0]: len(_naming_head(words, parts[row[0]])) for row in rows}
         if failed:
-            recent = [n for n in recent if _exited_badly(n) and held[n.id]] or recent
-        most = max((held[n.id] for n in recent), default=0)
+            rows = [row for row in rows if row[4] not in (0, None) and held[row[0]]] or rows
+        most = max((held[row[0]] for row in rows), default=0)
         # Of those, the ones holding most of its words besides ("before starting git bisect": `git bisect
         # start`, not the later `git bisect reset`).
         also = {
-            n.id: len(_naming_head(set(spoken), parts[n.id])) for n in recent if most and held[n.id] == most
+            row[0]: len(_naming_head(set(spoken), parts[row[0]]))
+            for row in rows
+            if most and held[row[0]] == most
         }
-        recent = [n for n in recent if n.id in also and also[n.id] == max(also.values())]
+        chosen = [row[0] for row in rows if row[0] in also and also[row[0]] == max(also.values())]
         # With no time asked, a month of commands: one word in common ("the desktop app's dev mode" and
         # `adb install app-debug.apk`), or the two ends of a "between", are no anchor; the ranking's words are.
-        if timed or (most >= 2 and not between):
-            pool = recent
+        if chosen and (timed or (most >= 2 and not between)):
+            nodes = store.get_many(chosen, light=True)
+            pool = [nodes[i] for i in chosen if i in nodes and _within(nodes[i], as_of, since, until)]
             by_words = bool(pool)
     if not by_kind and not by_words:
         # The first results' commands, those of WINDOW first (a month back when no time is asked: not the
@@ -3574,10 +3579,14 @@ def _runs_naming(
     best: list[str] = []
     most = 0
     naming: set[str] = set()
+    named: dict[str, set[str]] = {}  # a command's words the subject names: a log repeats its commands
     for row in reversed(rows):
-        said = command_words(resolved.failed_part(row[1]))
-        names = _naming_head(subject, command_head(head_words(resolved.failed_part(row[1]))))
-        names.update(w for runs in kinds if is_run(said, runs) for w in subject & runs.words)
+        names = named.get(row[1])
+        if names is None:
+            said = command_words(resolved.failed_part(row[1]))
+            names = _naming_head(subject, command_head(head_words(resolved.failed_part(row[1]))))
+            names.update(w for runs in kinds if is_run(said, runs) for w in subject & runs.words)
+            named[row[1]] = names
         if names and len(names) >= most:
             if len(names) > most:
                 best, most, naming = [], len(names), set()
@@ -4419,11 +4428,13 @@ def is_weak(found: Retrieved) -> bool:
     return not found.scored or (found.answered_by is None and strength(found).weak)
 
 
-def _bases(word: str) -> set[str]:
+@functools.lru_cache(maxsize=1 << 16)
+def _bases(word: str) -> frozenset[str]:
     """The forms WORD may be an inflection of ("blows" -> blow, "mocked" -> mock, mocke; "stopping" -> stopp,
-    stop, stoppe): a light suffix strip, for words of five letters or more."""
+    stop, stoppe): a light suffix strip, for words of five letters or more (remembered: a shell log's
+    commands are read for it thousands of times)."""
     if len(word) < 5:
-        return set()
+        return frozenset()
     bases: set[str] = set()
     if word.endswith("s") and not word.endswith("ss"):
         bases |= {word[:-1], word[:-2]} if word.endswith("es") else {word[:-1]}
@@ -4433,7 +4444,7 @@ def _bases(word: str) -> set[str]:
             bases |= {stem, stem + "e"}
             if len(stem) > 2 and stem[-1] == stem[-2]:
                 bases.add(stem[:-1])  # "stopped" -> stop
-    return bases
+    return frozenset(bases)
 
 
 def ordinary_words(words: list[str]) -> set[str]:

@@ -131,17 +131,22 @@ def synced_git_cursor(conn: Any) -> str | None:
 
 
 def shell_commands_between(
-    conn: Any, start: int, end: int
+    conn: Any, start: int, end: int, newest: int | None = None
 ) -> list[tuple[str, str, int, str | None, int | None]]:
-    """(id, command, ts, cwd, exit) of every shell command with START <= ts <= END, oldest first."""
-    return [
-        tuple(r)
-        for r in conn.execute(
-            "SELECT id, ref, ts, json_extract(meta, '$.cwd'), json_extract(meta, '$.exit') FROM nodes"
-            " WHERE kind = 'shell_command' AND ts BETWEEN ? AND ? ORDER BY ts, seq",
-            (start, end),
+    """(id, command, ts, cwd, exit) of every shell command with START <= ts <= END (the NEWEST of them
+    only, when given), oldest first."""
+    select = (
+        "SELECT id, ref, ts, json_extract(meta, '$.cwd'), json_extract(meta, '$.exit'), seq FROM nodes"
+        " WHERE kind = 'shell_command' AND ts BETWEEN ? AND ?"
+    )
+    if newest is None:
+        rows = conn.execute(f"{select} ORDER BY ts, seq", (start, end))
+    else:
+        rows = conn.execute(
+            f"SELECT * FROM ({select} ORDER BY ts DESC, seq DESC LIMIT ?) ORDER BY ts, seq",
+            (start, end, newest),
         )
-    ]
+    return [tuple(r[:5]) for r in rows]
 
 
 def shell_command_authors(conn: Any, start: int, end: int) -> dict[str, dict[str, str]]:

@@ -152,9 +152,10 @@ class SearchStore(Protocol):
         ...
 
     def shell_commands_between(
-        self, start: int, end: int
+        self, start: int, end: int, newest: int | None = None
     ) -> list[tuple[str, str, int, str | None, int | None]]:
-        """(id, command, ts, cwd, exit) of every shell command with START <= ts <= END, oldest first."""
+        """(id, command, ts, cwd, exit) of every shell command with START <= ts <= END (the NEWEST of them
+        only, when given), oldest first."""
         ...
 
     def reference_time(self, as_of: int | None = None) -> int | None:

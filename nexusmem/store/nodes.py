@@ -1115,10 +1115,11 @@ class NodesMixin:
         }
 
     def shell_commands_between(
-        self, start: int, end: int
+        self, start: int, end: int, newest: int | None = None
     ) -> list[tuple[str, str, int, str | None, int | None]]:
-        """(id, command, ts, cwd, exit) of every shell command with START <= ts <= END, oldest first."""
-        return hookreads.shell_commands_between(self.conn, start, end)
+        """(id, command, ts, cwd, exit) of every shell command with START <= ts <= END (the NEWEST of them
+        only, when given), oldest first."""
+        return hookreads.shell_commands_between(self.conn, start, end, newest)
 
     def shell_commands_written_after(self, written: int, other_than: str) -> list[tuple[str, int]]:
         """(command, ts) of the shell commands of every source but OTHER_THAN written (inserted or changed)

@@ -1533,15 +1533,21 @@ class TeamStore:
     # ------------------------------------------------------------------------------ precheck reads
 
     def shell_commands_between(
-        self, start: int, end: int
+        self, start: int, end: int, newest: int | None = None
     ) -> list[tuple[str, str, int, str | None, int | None]]:
-        """(id, command, ts, cwd, exit) of the team's shell commands with START <= ts <= END, oldest first
-        (there are some only when members share them: team.shareShell)."""
-        rows = self.conn.execute(
+        """(id, command, ts, cwd, exit) of the team's shell commands with START <= ts <= END (the NEWEST of
+        them only, when given), oldest first (there are some only when members share them: team.shareShell)."""
+        select = (
             "SELECT id, ref, ts, meta->>'cwd', (meta->>'exit')::int FROM nodes WHERE project_id = %s"
-            " AND kind = 'shell_command' AND ts BETWEEN %s AND %s ORDER BY ts, id",
-            (self.project, start, end),
-        ).fetchall()
+            " AND kind = 'shell_command' AND ts BETWEEN %s AND %s"
+        )
+        if newest is None:
+            rows = self.conn.execute(f"{select} ORDER BY ts, id", (self.project, start, end)).fetchall()
+        else:
+            rows = self.conn.execute(
+                f"SELECT * FROM ({select} ORDER BY ts DESC, id DESC LIMIT %s) AS newest ORDER BY ts, id",
+                (self.project, start, end, newest),
+            ).fetchall()
         return [(r[0], r[1], int(r[2]), r[3], r[4]) for r in rows]
 
     def shell_command_authors(self, start: int, end: int) -> dict[str, dict[str, str]]:
