@@ -904,6 +904,7 @@ PROGRAM_NAMES: dict[str, frozenset[str]] = {
         "device": "adb",
         "emulator": "adb emulator",
         "simulator": "simctl",
+        "serial": "picocom minicom screen cu tio",
         "redis": "redis-cli redis-server",
         "gcs": "gsutil",
         "bucket": "gsutil s3",

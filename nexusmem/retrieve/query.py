@@ -2653,7 +2653,10 @@ def with_neighbours(
         chosen = [row[0] for row in rows if row[0] in also and also[row[0]] == max(also.values())]
         # With no time asked, a month of commands: one word in common ("the desktop app's dev mode" and
         # `adb install app-debug.apk`), or the two ends of a "between", are no anchor; the ranking's words are.
-        if chosen and (timed or (most >= 2 and not between)):
+        # A word naming its program is ("the serial console": `picocom`).
+        programs = {row[1]: command_head(head_words(row[1]))[:1] for row in rows if row[0] in chosen}
+        program = any(_naming_head(words, head) for head in programs.values())
+        if chosen and (timed or (most >= 2 and not between) or (program and not between)):
             nodes = store.get_many(chosen, light=True)
             pool = [nodes[i] for i in chosen if i in nodes and _within(nodes[i], as_of, since, until)]
             by_words = bool(pool)
