@@ -2536,7 +2536,6 @@ _ASKING = lazyre.compile(
 
 # A run of the whole suite or project a question names ("the full test suite", "the whole build").
 _WHOLE_RUN = lazyre.compile(r"\b(?:full|whole|entire|complete)\b", re.IGNORECASE)
-_WHOLE_WORDS = frozenset(["full", "whole", "entire", "complete"])
 # An argument that narrows a run to some files or tests: a path, a file's name, a test's id (`a.py::t`).
 _NARROWING = lazyre.compile(r"/|::|\.[A-Za-z]{1,5}$")
 
@@ -2623,7 +2622,6 @@ def with_neighbours(
         if _WHOLE_RUN.search(naming):
             # "The full test suite": a run of the whole, not one narrowed to a file (`bundle exec rspec`,
             # not `bundle exec rspec spec/jobs/sync_job_spec.rb`).
-            words -= _WHOLE_WORDS
             pool = [n for n in pool if not _narrowed(n.ref)] or pool
         # A command's words as the index splits them: `tests/test_ws_presence.py` holds "presence".
         held = {n.id: len(_naming_head(words, _INDEX_WORD.findall(n.ref.lower()))) for n in pool}
@@ -2793,6 +2791,11 @@ _NOT_A_SUBJECT = frozenset(
         "just",
         "few",
         "couple",
+        # How much of it ran ("the full test suite": with_neighbours prefers such a run).
+        "full",
+        "whole",
+        "entire",
+        "complete",
         # Prepositions the stopwords miss ("the install onto my phone").
         "onto",
         "upon",
@@ -2830,9 +2833,10 @@ _UNIT_MS = {"minute": 60_000, "hour": 3_600_000, "day": 86_400_000, "week": 7 * 
 _UNIT_MS |= {"month": 30 * 86_400_000, "year": 365 * 86_400_000}
 _COUNT = rf"(\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|{timecue.TENS}|few|a few|couple of|a couple of)"
 _LAST_SPAN = lazyre.compile(rf"\b(?:last|past)\s+(?:{_COUNT}\s+)?(minute|hour|day|week|month|year)s?\b", re.I)
-# "a week ago", and as people say it: "a week or so ago", "a day or two ago", "two and a half hours ago".
+# "a week ago", and as people say it: "a week or so ago", "a day or two ago", "two and a half hours ago",
+# "a few days back".
 _AGO_SPAN = lazyre.compile(
-    rf"\b{_COUNT}{timecue.HALF}\s+(minute|hour|day|week|month|year)s?{timecue.HALF}{timecue.LOOSELY}\s+ago\b",
+    rf"\b{_COUNT}{timecue.HALF}\s+(minute|hour|day|week|month|year)s?{timecue.HALF}{timecue.LOOSELY}\s+(?:ago|back)\b",
     re.I,
 )
 _NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7}
@@ -3733,7 +3737,7 @@ _ASKS_COMMANDS = lazyre.compile(
 # listing); a symptom story's "I tried setting X" is no question about commands.
 _ASKS_TRIED = lazyre.compile(r"\b(?:try|tried|tries|trying|attempt|attempted|attempts)\b", re.I)
 _ASKS_COMMITS = lazyre.compile(
-    r"\b(?:commit|commits|committed|committing|change|changes|changed|changing|push|pushed|merged)\b", re.I
+    r"\b(?:commit|commits|committed|committing|change|changes|changed|changing|merged)\b", re.I
 )
 # "the last 3 commits": a count of items; "the last 2 days" is a time (_LAST_SPAN), no count.
 _LAST_COUNT = lazyre.compile(
@@ -4156,7 +4160,8 @@ def asks_recent_work(question: Question, words: list[str], since: int | None, un
 
 def _asked_kinds(text: str) -> tuple[str, ...]:
     """The kinds of node a recent-work question asks for: commands when it asks what was run or tried, commits
-    when it asks for commits (or changes, pushes) alone, else both: "what have I been doing"."""
+    when it asks for commits (or changes) alone, else both: "what have I been doing", "which push did I do"
+    (a push is a command, and what it sent its commits)."""
     commands = _ASKS_COMMANDS.search(text) is not None or _ASKS_TRIED.search(text) is not None
     commits = _ASKS_COMMITS.search(text) is not None
     if commands and not commits:

@@ -38,7 +38,7 @@ _RELATIVE_SOURCE = (
     r"|last\s+(?:night|week|month|year|time|thing|attempt|try|run|change|commit|push|few\s+\w+|couple\s+of\s+\w+)"
     r"|(?:try|tried|did|ran|run|changed|broke|failed|fixed|touched)\s+last(?:\s+time)?"
     rf"|(?:\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|{TENS}|few|a\s+few|couple\s+of|several)"
-    rf"{HALF}\s+(?:minutes?|hours?|days?|weeks?|months?){HALF}{LOOSELY}\s+ago"
+    rf"{HALF}\s+(?:minutes?|hours?|days?|weeks?|months?){HALF}{LOOSELY}\s+(?:ago|back)"
     r"|(?:past|last)\s+(?:\d+\s+|few\s+|couple\s+of\s+)?(?:hour|hours|days|weeks|months)"
     r")\b"
 )
