@@ -707,9 +707,8 @@ def reports_failure(text: str) -> bool:
 
 # How a run that did not finish is told besides (`reports_run_failure`): "once the tests ran out of database
 # connections", "the build died", "the job hung", "the rebase stopped on a conflict", "access denied", "a 502".
-# Not in _FAILURE: that
-# one decides how the learned step reads a question (retrieve.rerank's "failure" condition), learned as it
-# stands.
+# Not in _FAILURE: that one decides how the learned step reads a question (retrieve.rerank's "failure"
+# condition), learned as it stands.
 _RUN_TROUBLE = lazyre.compile(
     r"\b(?:ran|run|runs|running) out of\b|\bout of (?:memory|disk|space)\b"
     r"|\b(?:died|dies|hung|hangs?|killed|stopped|timed? ?out|fell over|segfault\w*|oom(?:ed)?|conflicts?"

@@ -2494,17 +2494,17 @@ KIND_RUNS = 500
 
 def _runs_between(
     store: SearchStore,
-    runs: Callable[[str], bool],
+    kinds: list[Runs],
     window: tuple[int, int],
     listed: set[str],
     as_of: int | None,
     since: int | None,
     until: int | None,
 ) -> list[StoredNode]:
-    """The commands of WINDOW (LOW, HIGH epoch ms) that RUNS keeps, not among the ids LISTED, newest first:
-    at most KIND_RUNS of them, those recorded by AS_OF and within SINCE..UNTIL."""
+    """The runs of KINDS in WINDOW (LOW, HIGH epoch ms) not among the ids LISTED, newest first: at most
+    KIND_RUNS of them, those recorded by AS_OF and within SINCE..UNTIL."""
     rows = store.shell_commands_between(*window)
-    ids = [row[0] for row in reversed(rows) if row[0] not in listed and runs(row[1])][:KIND_RUNS]
+    ids = [row[0] for row in reversed(rows) if row[0] not in listed and _runs_of(row[1], kinds)][:KIND_RUNS]
     nodes = store.get_many(ids, light=True)
     return [nodes[i] for i in ids if i in nodes and _within(nodes[i], as_of, since, until)]
 
@@ -2601,15 +2601,7 @@ def with_neighbours(
     # of WINDOW the words did not bring; else the commands whose words match it best.
     pool = [n for n in shells if _runs_of(n.ref, kinds) and _in_span(n, window)] if kinds else []
     if kinds and window is not None:
-        pool += _runs_between(
-            store,
-            lambda command: _runs_of(command, kinds),
-            window,
-            {n.id for n in shells},
-            as_of,
-            since,
-            until,
-        )
+        pool += _runs_between(store, kinds, window, {n.id for n in shells}, as_of, since, until)
     by_kind = bool(pool)
     by_words = False  # no kind named: the commands of WINDOW its words name
     most = 0
@@ -2874,8 +2866,9 @@ def _asked_window(question: Question, since: int | None, until: int | None) -> W
     """The time the question asks about: --since/--until; else the dates it writes (timecue.asked_dates), a
     date, the day before yesterday, yesterday
     (or last night), today (or this morning, before or after lunch), the last N units, this week, N units
-    ago (a unit either side, or a quarter of N); None when it names none. And how to say it. The day words are the asker's
-    days, in the local time zone (timecue.local_day); a date written out is a UTC day, as --since's."""
+    ago (a unit either side, or a quarter of N); None when it names none. And how to say it. The day words
+    are the asker's days, in the local time zone (timecue.local_day); a date written out is a UTC day, as
+    --since's."""
     if since is not None or until is not None:
         return Window(since or 0, until or 2**62, "in the window asked", exact=True)
     dated = timecue.asked_dates(question.text)
@@ -3351,8 +3344,7 @@ def got_working_first(
     The run named is a command that passed at most WORKING_GAP_MS after its last failure, in the time asked
     (else CUE_WINDOW_MS back), holding most of the question's words, split and inflected as a command's
     are, or of the kind of run it names (half of them at least, or one naming its program); the latest of
-    those. SCORED unchanged, none, None when no such run
-    holds a word of it."""
+    those. SCORED unchanged, none, None when no such run holds a word of it."""
     words = search.terms(without_names(question.search_text, names))
     subject = {
         w for w in words if not _ignorable(w) and w not in _FIX_WORDS and w not in _WORKING_WORDS
@@ -3363,7 +3355,7 @@ def got_working_first(
     asked = _asked_window(question, since, until)
     low, high = (asked.low, asked.high) if asked is not None else (newest - CUE_WINDOW_MS, newest)
     kinds = runs_named(question.text)
-    rows = store.shell_commands_between(low - EPISODE_GAP_MS, high)
+    rows = store.shell_commands_between(low - WORKING_GAP_MS, high)
     last_failure: dict[str, tuple[str, str, int, str | None, int | None]] = {}
     ended: list[tuple[int, tuple[str, str, int, str | None, int | None], str]] = []
     for row in rows:  # oldest first
