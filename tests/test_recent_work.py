@@ -305,3 +305,18 @@ def test_how_a_run_was_got_working(repo: Path) -> None:
     assert found["items"][0]["title"] == "terraform force-unlock -force 6f1c2e9a (exit 0)", found["items"][:3]
     found = query_json(repo, "how did I get the container-based order tests working again")
     assert not first_note(found).startswith("first: what was done before"), found["notes"]
+
+
+def test_a_run_named_among_the_work_of_a_time(repo: Path) -> None:
+    """ "Which push did I do about an hour ago": the work of that time is listed, and the push it names
+    comes first among it, not the newest command of that time."""
+    synced(
+        repo,
+        """
+        75 0 git push origin main
+        70 0 sudo nginx -t
+        65 0 sudo systemctl reload nginx
+        """,
+    )
+    found = query_json(repo, "which push did I do about an hour ago")
+    assert found["items"][0]["title"] == "git push origin main (exit 0)", found["items"][:3]

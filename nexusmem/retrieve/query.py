@@ -4202,6 +4202,14 @@ def activity_first(
         listed = sorted(both, key=lambda node: (-node.ts, node.id))[: limit if wanted else len(both)]
     if not listed:
         return scored, [], span or "held"
+    # A run it names comes first among them ("which push did I do about an hour ago": the `git push`).
+    subject = {w for w in search.terms(question.search_text) if not _ignorable(w)}
+    named = [
+        node
+        for node in listed
+        if node.kind == "shell_command" and _naming_head(subject, command_head(head_words(node.ref)))
+    ]
+    listed = [*named, *(node for node in listed if node not in named)]
     shown = {node.kind for node in listed}
     what = "commits" if "git_commit" in shown else "commands run"
     if len(shown) > 1:
