@@ -3106,8 +3106,9 @@ def failed_runs_first(
 
     best, naming, subject = naming_failures(_ran(store, [row for row in everything if _failed(row)]))
     newest = store.reference_time(as_of)
-    if not best and newest is not None and _asked_window(question, since, until) is None:
-        # No time said ("my integration tests couldn't find docker at some point"): a month back.
+    if not best and before and newest is not None and _asked_window(question, since, until) is None:
+        # A failure told in the past with no time said ("my integration tests couldn't find docker at some
+        # point"): a month back. Not one said in the present ("why does the parser crash"): about code.
         start = min(low, newest - CUE_WINDOW_MS)
         older = _ran(store, [row for row in store.shell_commands_between(start, low) if _failed(row)])
         best, naming, subject = naming_failures(older)
