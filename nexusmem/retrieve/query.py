@@ -498,6 +498,9 @@ class Question:
     # The operating systems the question names (intent.platforms_named): a change about one of them counts
     # more in the learned last step (rerank.FEATURES "platform").
     platforms: frozenset[str] = frozenset()
+    # Reports a failure or a run that did not finish (intent.reports_run_failure: "ran out of", "got killed"):
+    # what the failed-run listings and the anchor of "what did I do next" read.
+    run_failure: bool = False
 
 
 class StepReads(NamedTuple):
@@ -636,6 +639,7 @@ def prepare(text: str, project: str | None = None) -> Question:
         newest_release_asked(text),
     )
     question.migrates = migration(text)
+    question.run_failure = reports_run_failure(text)
     question.platforms = platforms_named(text)
     question.conversation = conversation_asked(text)
     if question.conversation is not None:
@@ -1257,7 +1261,7 @@ def retrieve(
             question.then,
             found,
             latest=_AGAIN.search(question.text) is not None,
-            failed=reports_run_failure(question.text),
+            failed=question.run_failure,
             between=_BETWEEN.search(question.text) is not None,
             asked=question.text,
             window=sequence_window(store, question, as_of, since, until),
@@ -1289,9 +1293,6 @@ def retrieve(
                 " after it, the passing re-run)"
             )
             question.notes.append(listing_note)
-    # A run that did not finish ("the training run ran out of GPU memory", "the feature build got killed")
-    # is asked about as a failure here, though the learned step does not read it as one (question.failure).
-    failing = question.failure or reports_run_failure(question.text)
     if answered_by is None and question.then is None and asks_got_working(question.text):
         scored, listed, working = got_working_first(
             store, scored, question, as_of=as_of, since=since, until=until, names=names
@@ -1303,7 +1304,9 @@ def retrieve(
                 " failed, nearest first"
             )
             question.notes.append(listing_note)
-    asks_failures = failing and question.then is None and answered_by is None
+    # A run that did not finish ("the training run ran out of GPU memory", "the feature build got killed")
+    # is asked about as a failure here, though the learned step does not read it as one (question.failure).
+    asks_failures = question.run_failure and question.then is None and answered_by is None
     said = set(search.terms(without_names(question.search_text, names))) if names else None
     unnamed = words.words if said is None else [w for w in words.words if w in said]
     if asks_failures:
@@ -3185,6 +3188,13 @@ _FIX_WORDS = frozenset(
 )
 
 
+def _fix_subject(question: Question, names: frozenset[str], also: frozenset[str] = frozenset()) -> set[str]:
+    """The words of a question about a fix that name the run it is about: not the project's own NAMES, the
+    failure and its time (_ignorable), the fix's words (_FIX_WORDS), ALSO, nor filler."""
+    words = search.terms(without_names(question.search_text, names))
+    return {w for w in words if not _ignorable(w) and w not in _FIX_WORDS and w not in also} - FILLER_WORDS
+
+
 def asks_fix(text: str) -> bool:
     """Whether TEXT asks what fixed something ("what fixed", "how did I fix", "which commit fixed")."""
     return _ASKS_FIX.search(text) is not None
@@ -3206,8 +3216,7 @@ def fixes_first(
     newest first, each followed by its fixes (the commit, then the passing re-run), the rest after them; those
     nodes; how many failures. SCORED unchanged, and none, when no such failure is linked (in the question's
     time, if it names one)."""
-    words = search.terms(without_names(question.search_text, names))
-    subject = {w for w in words if not _ignorable(w) and w not in _FIX_WORDS} - FILLER_WORDS
+    subject = _fix_subject(question, names)
     asked = _asked_window(question, since, until)
     low, high = (asked.low, asked.high) if asked is not None else (0, 2**62)
     kinds = runs_named(question.text)
@@ -3346,10 +3355,7 @@ def got_working_first(
     (else CUE_WINDOW_MS back), holding most of the question's words, split and inflected as a command's
     are, or of the kind of run it names (half of them at least, or one naming its program); the latest of
     those. SCORED unchanged, none, None when no such run holds a word of it."""
-    words = search.terms(without_names(question.search_text, names))
-    subject = {
-        w for w in words if not _ignorable(w) and w not in _FIX_WORDS and w not in _WORKING_WORDS
-    } - FILLER_WORDS
+    subject = _fix_subject(question, names, _WORKING_WORDS)
     newest = store.reference_time(as_of)
     if not subject or newest is None:
         return scored, [], None
@@ -3436,8 +3442,7 @@ def attempts_before_fix(
     subject is a word of the command or of a name in it, `easter` of `tests/test_easter.py`, or names its kind
     of run: "the easter test"; any failure when it names none), in the question's time; None when no such
     failure is linked to a fix. Commands run in the failure's directory only, as with_neighbours reads them."""
-    words = search.terms(without_names(question.search_text, names))
-    subject = {w for w in words if not _ignorable(w) and w not in _FIX_WORDS} - FILLER_WORDS
+    subject = _fix_subject(question, names)
     asked = _asked_window(question, since, until)
     low, high = (asked.low, asked.high) if asked is not None else (0, 2**62)
     kinds = runs_named(question.text)
@@ -3601,7 +3606,7 @@ def _naming_head(subject: set[str], head: list[str]) -> set[str]:
     """The words of SUBJECT that name a command whose program and first word are HEAD (command_head): one of
     them, a part of one (`train` of `train.py`, `features` of `build_features.py`), or an inflection of such
     a part either way (_bases: "training" names `train.py`, "feature" `build_features.py`)."""
-    parts = {*head, *(part for word in head for part in _WORD_PARTS.findall(word))}
+    parts = {*head, *(part for word in head for part in _INDEX_WORD.findall(word))}
     inflected = {base for part in parts for base in _bases(part)}
     return {
         w
@@ -3611,9 +3616,6 @@ def _naming_head(subject: set[str], head: list[str]) -> set[str]:
         or not parts.isdisjoint(_bases(w))
         or not parts.isdisjoint(PROGRAM_NAMES.get(w, ()))
     }
-
-
-_WORD_PARTS = lazyre.compile(r"[a-z0-9]+")
 
 
 def _ignorable(word: str) -> bool:
