@@ -320,3 +320,15 @@ def test_a_run_named_among_the_work_of_a_time(repo: Path) -> None:
     )
     found = query_json(repo, "which push did I do about an hour ago")
     assert found["items"][0]["title"] == "git push origin main (exit 0)", found["items"][:3]
+
+
+def test_the_newest_commands_of_a_window_oldest_first(repo: Path) -> None:
+    """What the anchor of a timed "what did I do next" reads: the window's newest commands, oldest first."""
+    from nexusmem import project
+
+    synced(repo, "\n".join(f"{minutes} 0 echo {minutes}" for minutes in (50, 40, 30, 20, 10)))
+    with project.load(repo).open_store(readonly=True) as store:
+        every = store.shell_commands_between(0, 2**62)
+        assert [row[1] for row in every][-5:] == ["echo 50", "echo 40", "echo 30", "echo 20", "echo 10"]
+        assert store.shell_commands_between(0, 2**62, newest=2) == every[-2:]
+        assert store.shell_commands_between(0, every[-3][2], newest=2) == every[-4:-2]

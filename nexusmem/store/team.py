@@ -1538,8 +1538,8 @@ class TeamStore:
         """(id, command, ts, cwd, exit) of the team's shell commands with START <= ts <= END (the NEWEST of
         them only, when given), oldest first (there are some only when members share them: team.shareShell)."""
         select = (
-            "SELECT id, ref, ts, meta->>'cwd', (meta->>'exit')::int FROM nodes WHERE project_id = %s"
-            " AND kind = 'shell_command' AND ts BETWEEN %s AND %s"
+            "SELECT id, ref, ts, meta->>'cwd' AS cwd, (meta->>'exit')::int AS exit FROM nodes"
+            " WHERE project_id = %s AND kind = 'shell_command' AND ts BETWEEN %s AND %s"
         )
         if newest is None:
             rows = self.conn.execute(f"{select} ORDER BY ts, id", (self.project, start, end)).fetchall()
