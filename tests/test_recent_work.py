@@ -187,18 +187,22 @@ def test_a_failure_told_by_how_it_went_names_the_run_before_it(repo: Path) -> No
 
 
 def test_a_tool_named_by_its_everyday_name_and_a_time_in_tens(repo: Path) -> None:
-    """ "The maven build" ran `./mvnw`, "my phone" is where `adb` installs; "forty minutes ago" is a time,
-    said of anything from half an hour to fifty minutes back."""
+    """ "The maven build" ran `./mvnw`, "my phone" is where `adb` installs, "a config check" is `nginx -t`;
+    "forty minutes ago" is a time, said of anything from half an hour to fifty minutes back."""
     synced(
         repo,
         """
         200 1 ./mvnw -U clean install
         190 0 ./mvnw -U clean install
+        70 1 sudo nginx -t
+        68 0 sudo nginx -t
         44 1 adb install -r app-debug.apk
         36 0 adb install -r app-debug.apk
         10 1 npm run build
         """,
     )
+    found = query_json(repo, "which config check failed about an hour ago")
+    assert found["items"][0]["title"] == "sudo nginx -t (exit 1)", found["items"][:3]
     found = query_json(repo, "which maven build failed about three hours ago")
     assert found["items"][0]["title"] == "./mvnw -U clean install (exit 1)", found["items"][:3]
     found = query_json(repo, "which install onto my phone failed about forty minutes ago")

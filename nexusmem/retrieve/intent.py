@@ -853,6 +853,12 @@ _RUNS: tuple[tuple[str, tuple[str, ...]], ...] = (
          "make fmt"),
     ),
     (
+        r"config(?:uration)? ?(?:tests?|checks?)|configtest|syntax checks?",
+        ("nginx -t", "apachectl configtest", "apache2ctl configtest", "apachectl -t", "httpd -t",
+         "haproxy -c", "caddy validate", "sshd -t", "visudo -c", "named-checkconf", "promtool check",
+         "terraform validate", "docker compose config", "systemd-analyze verify", "php-fpm -t"),
+    ),
+    (
         r"type ?check\w*|types",
         ("mypy", "pyright", "tsc", "flow", "pytype", "npm run typecheck", "make typecheck"),
     ),
