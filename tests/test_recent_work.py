@@ -336,3 +336,21 @@ def test_the_newest_commands_of_a_window_oldest_first(repo: Path) -> None:
         assert [row[1] for row in every][-5:] == ["echo 50", "echo 40", "echo 30", "echo 20", "echo 10"]
         assert store.shell_commands_between(0, 2**62, newest=2) == every[-2:]
         assert store.shell_commands_between(0, every[-3][2], newest=2) == every[-4:-2]
+
+
+def test_the_full_suite_is_a_run_naming_no_file(repo: Path) -> None:
+    """`pytest` alone is the full suite; `pytest tests/test_cache.py -x`, which failed after the suite had
+    passed again, is part of it (its file is the first word after the program)."""
+    synced(
+        repo,
+        """
+        60 1 pytest
+        58 0 git stash
+        55 0 pytest
+        40 1 pytest tests/test_cache.py -x
+        35 0 git diff
+        """,
+    )
+    found = query_json(repo, "right after the full test suite failed, what did I run?")
+    assert first_note(found).startswith("first: what was run after `pytest` (exit 1,"), found["notes"]
+    assert found["items"][0]["title"] == "git stash (exit 0)", found["items"][:3]

@@ -2544,10 +2544,16 @@ _NARROWING = lazyre.compile(r"/|::|\.[A-Za-z]{1,5}$")
 
 
 def _narrowed(command: str) -> bool:
-    """Whether COMMAND names files or tests to run (an argument past its program and first word that is a
-    path, a file or a test id), so that it runs part of what it would run alone."""
+    """Whether COMMAND names files or tests to run (an argument past its program that is a path, a file or a
+    test id: `pytest tests/test_a.py`, `bundle exec rspec spec/a_spec.rb`), so that it runs part of what it
+    would run alone (`go test ./...` names every package)."""
     words = resolved.failed_part(command).split()
-    return any(_NARROWING.search(word) for word in words[2:] if not word.startswith("-"))
+    return any(
+        _NARROWING.search(word) for word in words[1:] if not word.startswith("-") and word not in _EVERY_PATH
+    )
+
+
+_EVERY_PATH = frozenset([".", "./", "./...", "..."])
 
 
 # How soon after or before: "right after", "just before", "straight after".
