@@ -9,10 +9,20 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
+
 from helpers import commit, query_json, run_cli, write_commands, write_recent
 
 DAY = 86_400
 NOW = int(time.time())
+
+
+@pytest.fixture(autouse=True)
+def clock() -> None:
+    """NOW for this test: its session's times are counted back from when it starts, not from when the module
+    was imported (under xdist, minutes earlier: "forty minutes ago" no longer held its run)."""
+    global NOW
+    NOW = int(time.time())
 
 
 def synced(repo: Path, session: str, old: Sequence[tuple[int, str, int]] = ()) -> Path:
@@ -44,7 +54,9 @@ def test_a_kind_of_run_names_the_run_the_question_is_about(repo: Path) -> None:
         150 0 git push origin main
         """,
     )
-    found = query_json(repo, "once CI went red on the sentry setting today, what did I look at first")
+    found = query_json(
+        repo, "once CI went red on the sentry setting about three hours ago, what did I look at first"
+    )
     assert first_note(found).startswith("first: what was run after `gh run watch` (exit 1,"), found["notes"]
     assert found["items"][0]["title"] == "gh run view --log-failed (exit 0)"
 
