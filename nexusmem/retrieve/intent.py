@@ -892,12 +892,13 @@ _RUNS: tuple[tuple[str, tuple[str, ...]], ...] = (
 # The programs a word people use for a tool or a thing names ("the maven build" ran `./mvnw`, "the install
 # onto my phone" `adb install`), and the commands' words an action is done by ("the docs upload": `aws s3
 # sync`), from general knowledge: a command holding one of them is named by the word.
+_POSTGRES = "psql pg_dump pg_restore pg_isready pg_ctl createdb dropdb postgres"
 PROGRAM_NAMES: dict[str, frozenset[str]] = {
     word: frozenset(programs.split())
     for word, programs in {
         "maven": "mvn mvnw",
-        "postgres": "psql pg_dump pg_restore pg_isready pg_ctl createdb dropdb postgres",
-        "postgresql": "psql pg_dump pg_restore pg_isready pg_ctl createdb dropdb postgres",
+        "postgres": _POSTGRES,
+        "postgresql": _POSTGRES,
         "mysql": "mysql mysqldump mysqladmin",
         "mariadb": "mysql mysqldump mariadb",
         "kubernetes": "kubectl helm",

@@ -2538,7 +2538,8 @@ _ASKING = lazyre.compile(
 
 
 # A run of the whole suite or project a question names ("the full test suite", "the whole build").
-_WHOLE_RUN = lazyre.compile(r"\b(?:full|whole|entire|complete)\b", re.IGNORECASE)
+_WHOLE_WORDS = frozenset(["full", "whole", "entire", "complete"])
+_WHOLE_RUN = lazyre.compile(rf"\b(?:{'|'.join(sorted(_WHOLE_WORDS))})\b", re.IGNORECASE)
 # An argument that narrows a run to some files or tests: a path, a file's name, a test's id (`a.py::t`).
 _NARROWING = lazyre.compile(r"/|::|\.[A-Za-z]{1,5}$")
 
@@ -2792,11 +2793,6 @@ _NOT_A_SUBJECT = frozenset(
         "just",
         "few",
         "couple",
-        # How much of it ran ("the full test suite": with_neighbours prefers such a run).
-        "full",
-        "whole",
-        "entire",
-        "complete",
         # Prepositions the stopwords miss ("the install onto my phone").
         "onto",
         "upon",
@@ -2830,6 +2826,8 @@ _NOT_A_SUBJECT = frozenset(
         "cannot",
     ]
 )
+# How much of it ran ("the full test suite": with_neighbours prefers such a run).
+_NOT_A_SUBJECT |= _WHOLE_WORDS
 _UNIT_MS = {"minute": 60_000, "hour": 3_600_000, "day": 86_400_000, "week": 7 * 86_400_000}
 _UNIT_MS |= {"month": 30 * 86_400_000, "year": 365 * 86_400_000}
 _COUNT = rf"(\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|{timecue.TENS}|few|a few|couple of|a couple of)"
