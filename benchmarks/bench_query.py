@@ -8,7 +8,8 @@ history and its 115,000-line shell log, synced). Nothing is synced or written he
 read-only), so two checkouts can be measured on the same store, alternately, by running this script with
 PYTHONPATH pointing at each: the comparison bench_foundation.py cannot make, since it syncs first. Asks
 QUERIES, CUE_QUERIES and NAME_QUERIES (benchmarks/common.py) once to warm the page cache, then ROUNDS times each, BM25
-only (the lexical lists) and hybrid (with the vectors, when the store has them). Prints a Markdown table.
+only (the lexical lists) and hybrid (with the vectors, when the store has them); then each --question alone,
+BM25 only. Prints a Markdown table.
 Not a test: numbers depend on the machine.
 """
 
@@ -38,7 +39,7 @@ def latencies(store: Any, project: str, questions: list[str], rounds: int, vecto
 
 
 def main() -> None:
-    args = synced_dir_args(__doc__, rounds=12)
+    args = synced_dir_args(__doc__, rounds=12, questions=True)
     import nexusmem
     from nexusmem import project
 
@@ -60,6 +61,9 @@ def main() -> None:
                 print(
                     f"| {label} ({len(runs)} runs, ~{nodes:,} nodes) | {lists} | {p50 * 1000:.1f} / {p95 * 1000:.1f} ms |"
                 )
+        for question in args.question:  # each asked alone, BM25 only: p50 of ROUNDS runs
+            runs = latencies(store, proj.id, [question], args.rounds, False)
+            print(f'| "{question}" ({len(runs)} runs) | BM25 | {statistics.median(runs) * 1000:.1f} ms |')
 
 
 if __name__ == "__main__":

@@ -88,13 +88,15 @@ def query_latencies(store: Any, project: str, questions: list[str], rounds: int 
     return sorted(runs)
 
 
-def synced_dir_args(doc: str | None, rounds: int) -> argparse.Namespace:
+def synced_dir_args(doc: str | None, rounds: int, questions: bool = False) -> argparse.Namespace:
     """--dir (a history a benchmark synced, e.g. bench_foundation.py's /tmp/nexusmem-bench) and --rounds
-    (default ROUNDS), parsed; NEXUSMEM_HOME and HOME pointed inside DIR, so that nothing of the operator's
-    own memory or shell history is read."""
+    (default ROUNDS), and with QUESTIONS any number of --question, parsed; NEXUSMEM_HOME and HOME pointed
+    inside DIR, so that nothing of the operator's own memory or shell history is read."""
     ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dir", type=Path, default=Path("/tmp/nexusmem-bench"))
     ap.add_argument("--rounds", type=int, default=rounds)
+    if questions:
+        ap.add_argument("--question", action="append", default=[], help="also time this question alone")
     args = ap.parse_args()
     os.environ["NEXUSMEM_HOME"] = str(args.dir / "home")
     os.environ["HOME"] = str(args.dir / "user-home")
