@@ -188,6 +188,7 @@ SETS = (
     "fresh96",
     "fresh97",
     "fresh98",
+    "fresh99",
     "dev2",
     "removal",
     "rst",
