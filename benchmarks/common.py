@@ -38,7 +38,7 @@ QUERIES = [
 ]
 
 # Questions that take the recent-work and origin paths of retrieval (query.CUE_WINDOW_MS,
-# query.with_neighbours, search.first_holder): each asks the store once or twice more.
+# recent.with_neighbours, search.first_holder): each asks the store once or twice more.
 CUE_QUERIES = [
     "which router tests failed yesterday",
     "what broke in the cache recently",

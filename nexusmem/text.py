@@ -9,6 +9,7 @@ names the identifier matches) and split ("parse", "headers", what a query in pla
 from __future__ import annotations
 
 import codecs
+import functools
 import re
 from collections.abc import Iterator
 
@@ -275,10 +276,37 @@ def is_noise_word(word: str) -> bool:
 
 
 _TOKEN = re.compile(r"[\w]+", re.UNICODE)
+# The runs of letters and digits, an underscore splitting them as the word index does (`max_retries`: max, retries).
+_PART = re.compile(r"[^\W_]+")
 # Identifier-like runs in code: letters, digits and underscores, starting with a letter or underscore.
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # camelCase / PascalCase / ACRONYMWord boundaries: "parseHTTPResponse" -> parse, HTTP, Response.
 _CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def word_bases(word: str) -> frozenset[str]:
+    """The forms WORD may be an inflection of ("blows" -> blow, "mocked" -> mock, mocke; "stopping" -> stopp,
+    stop, stoppe): a light suffix strip, for words of five letters or more (remembered: a shell log's
+    commands are read for it thousands of times)."""
+    if len(word) < 5:
+        return frozenset()
+    bases: set[str] = set()
+    if word.endswith("s") and not word.endswith("ss"):
+        bases |= {word[:-1], word[:-2]} if word.endswith("es") else {word[:-1]}
+    for suffix in ("ed", "ing"):
+        if word.endswith(suffix):
+            stem = word[: -len(suffix)]
+            bases |= {stem, stem + "e"}
+            if len(stem) > 2 and stem[-1] == stem[-2]:
+                bases.add(stem[:-1])  # "stopped" -> stop
+    return frozenset(bases)
+
+
+def word_parts(text: str) -> list[str]:
+    """The runs of letters and digits of TEXT, in order: split at underscores and punctuation, as the word index
+    splits a name (`train_model.py`: train, model, py)."""
+    return _PART.findall(text)
 
 
 def terms(text: str, also: frozenset[str] = frozenset()) -> list[str]:

@@ -16,6 +16,7 @@ from nexusmem.errors import ConfigError
 from nexusmem.nodes import Node
 from nexusmem.retrieve import query, rank, rerank
 from nexusmem.retrieve.fuse import Evidence
+from nexusmem.retrieve.question import prepare
 from nexusmem.store import StoredNode
 from nexusmem.store.db import open_store
 
@@ -140,7 +141,7 @@ def test_the_operating_systems_a_text_names() -> None:
         "macos",
         "linux",
     }
-    assert query.prepare("Why does the watcher panic on Windows?").platforms == {"windows"}
+    assert prepare("Why does the watcher panic on Windows?").platforms == {"windows"}
 
 
 def test_a_change_about_the_system_the_question_names_goes_above_one_it_ties_with(tmp_path: Path) -> None:
@@ -223,7 +224,7 @@ def test_the_step_reads_the_lengths_of_a_nodes_own_text(tmp_path: Path) -> None:
     assert not short.body and not short.words  # read light, as ranking reads them
     head = [(n, 1.0) for n in (short, long, diff, section, command)]
     with open_store(tmp_path / "memory.db") as store:
-        reads = query.step_reads(store, query.prepare("why does the parser fail?"), ["parser", "fail"], head)
+        reads = query.step_reads(store, prepare("why does the parser fail?"), ["parser", "fail"], head)
     sizes = reads.sizes
     assert sizes == {
         short.id: (7, 2, 3, 1),

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from nexusmem import project, timefmt
-from nexusmem.retrieve import query, rank, rerank, search, thesaurus
+from nexusmem.retrieve import query, rank, recent, rerank, search, thesaurus
 from nexusmem.retrieve.intent import (
     adopted_name,
     code_names,
@@ -30,6 +30,7 @@ from nexusmem.retrieve.intent import (
     sequence,
     topic,
 )
+from nexusmem.retrieve.question import prepare
 
 from helpers import (
     commit,
@@ -320,8 +321,8 @@ def test_the_filler_of_a_failure_report_does_not_pick_the_change(repo: Path) -> 
 
 def test_a_failure_that_names_code_gives_the_vectors_more_say_than_a_question_about_code() -> None:
     """Its code names are what the user saw; the rest is an account of the symptom, which is prose."""
-    code = query.prepare("which change made parse_headers join folded lines?")
-    failure = query.prepare("parse_headers fails with KeyError when a header line is folded")
+    code = prepare("which change made parse_headers join folded lines?")
+    failure = prepare("parse_headers fails with KeyError when a header line is folded")
     assert failure.failure and failure.names_code and code.names_code and not code.failure
     full = rank.DEFAULT.vector_weight
     assert 0 < query.vector_weight(code, rank.DEFAULT) < query.vector_weight(failure, rank.DEFAULT) < full
@@ -348,10 +349,8 @@ def test_a_version_number_in_the_question_finds_the_change_that_names_that_numbe
     run_cli("-C", str(repo), "sync", "--no-embed")
     titles = titles_for(repo, "which version dropped support for Python 3.9?")
     assert titles[0] == "build: drop support for Python 3.9", titles
-    assert query.number_phrases(query.prepare("does it run on Python 3.9 and TLS 1.3?")) == '"3 9" OR "1 3"'
-    assert (
-        query.number_phrases(query.prepare("what changed in 7.4.1?")) is None
-    )  # the release rules answer it
+    assert query.number_phrases(prepare("does it run on Python 3.9 and TLS 1.3?")) == '"3 9" OR "1 3"'
+    assert query.number_phrases(prepare("what changed in 7.4.1?")) is None  # the release rules answer it
 
 
 def test_an_option_the_question_writes_finds_the_change_that_names_it_whole(
@@ -386,10 +385,10 @@ def test_an_option_the_question_writes_finds_the_change_that_names_it_whole(
     assert titles_for(repo, question)[0] == "Make --no-html have an effect in the CLI"
     monkeypatch.setattr(query, "NAME_PHRASES_WEIGHT", 0.0)
     assert titles_for(repo, question)[0] != "Make --no-html have an effect in the CLI"
-    assert query.name_phrases(query.prepare("why does `--no-html` ignore max_retries and Foo?")) == (
+    assert query.name_phrases(prepare("why does `--no-html` ignore max_retries and Foo?")) == (
         '"no html" OR "max retries"'
     )
-    assert query.name_phrases(query.prepare("is the flag ignored?")) is None
+    assert query.name_phrases(prepare("is the flag ignored?")) is None
 
 
 def test_a_commit_that_says_it_fixes_something_counts_more(repo: Path) -> None:
@@ -1509,7 +1508,7 @@ def test_what_failed_lists_every_failure_the_budget_lets_through_and_says_what_i
 ) -> None:
     """The walkthrough: "what failed today" with 31 failures listed 20 (FAILURES_LISTED) and said "31 of 31
     match(es) shown" with ~1240 of 2000 tokens used. Every failure of the window is listed while the budget
-    lets it through, the footer counts them all; past query.FAILURES_LISTED a note says how many are left."""
+    lets it through, the footer counts them all; past recent.FAILURES_LISTED a note says how many are left."""
     commit(repo, "Add the sources", {"README.md": "# tools\n"}, when=NOW - 100 * DAY)
     write_recent(repo, "".join(f"{59 - n // 3} 1 ./check_{n:03d}.sh\n" for n in range(31)), now=NOW)
     run_cli("-C", str(repo), "sync", "--no-embed")
@@ -1520,11 +1519,11 @@ def test_what_failed_lists_every_failure_the_budget_lets_through_and_says_what_i
     narrow = query_json(repo, "what failed in the last hour")
     assert (narrow["matched"] == 31 and len(narrow["items"]) < 31) or len(narrow["items"]) == 31, narrow
     write_recent(
-        repo, "".join(f"{50 - n // 10} 2 ./more_{n:03d}.sh\n" for n in range(query.FAILURES_LISTED)), now=NOW
+        repo, "".join(f"{50 - n // 10} 2 ./more_{n:03d}.sh\n" for n in range(recent.FAILURES_LISTED)), now=NOW
     )
     run_cli("-C", str(repo), "sync", "--no-embed")
     many = query_json(repo, "what failed in the last hour", "--budget", "100000")
-    assert len(many["items"]) == query.FAILURES_LISTED, len(many["items"])
+    assert len(many["items"]) == recent.FAILURES_LISTED, len(many["items"])
     note = "first: the commands that failed in the last hour, newest first; and 31 earlier failures not shown"
     assert any(n.startswith(note) for n in many["notes"]), many["notes"]
 
@@ -1783,7 +1782,7 @@ def test_naming_the_project_still_asks_for_recent_work_and_failed_runs(tmp_path:
     assert [it["title"] for it in found["items"]] == ["npm test (exit 1)", "make (exit 2)"], found["items"]
     # A name that is part of a file's or a path's is no project's name: "cJSON.c" asks about that file.
     for text in ("what changed in cJSON.c", "what is in src/cjson/", "why is cJSON_Utils slow"):
-        assert query.without_names(text, frozenset({"cjson"})) == text
+        assert recent.without_names(text, frozenset({"cjson"})) == text
 
 
 def test_what_changed_in_a_file_lately_lists_the_commits_that_touched_it(repo: Path) -> None:
@@ -1941,9 +1940,9 @@ def test_day_words_are_the_days_of_the_local_time_zone(repo: Path, zone: str) ->
     ],
 )
 def test_which_questions_ask_what_i_was_doing(text: str, listed: bool) -> None:
-    question = query.prepare(text)
+    question = prepare(text)
     words = search.terms(question.search_text)
-    assert query.asks_recent_work(question, words, None, None) is listed
+    assert recent.asks_recent_work(question, words, None, None) is listed
 
 
 @pytest.mark.parametrize(
@@ -1979,7 +1978,7 @@ def test_a_question_that_names_code(text: str, named: bool) -> None:
 def test_the_vectors_count_less_when_a_question_names_code(text: str, factor: float) -> None:
     """Word vectors know prose, not identifiers (docs/evaluation.md: they cost code questions on five
     of six real-repository sets); a usage question keeps them, the docs answer it."""
-    weight = query.vector_weight(query.prepare(text), rank.DEFAULT)
+    weight = query.vector_weight(prepare(text), rank.DEFAULT)
     assert weight == pytest.approx(rank.VECTOR_WEIGHT * factor)
     assert rank.CODE_VECTOR_FACTOR < 1.0
 
@@ -2745,7 +2744,7 @@ def test_the_still_in_the_code_note_stays_with_the_answer_at_any_budget(repo: Pa
 )
 def test_every_inflection_of_a_failure_phrase_reads_as_a_failure_report(text: str) -> None:
     """'Blows up' reports a failure as 'blew up' does: the phrases count in every form of their verb."""
-    assert query.prepare(text).failure, text
+    assert prepare(text).failure, text
 
 
 @pytest.mark.parametrize(
@@ -2757,7 +2756,7 @@ def test_every_inflection_of_a_failure_phrase_reads_as_a_failure_report(text: st
     ],
 )
 def test_a_question_that_only_shares_a_failure_phrase_s_first_word_is_no_failure_report(text: str) -> None:
-    assert not query.prepare(text).failure, text
+    assert not prepare(text).failure, text
 
 
 def test_a_member_name_has_a_first_holder_only_when_a_change_holds_it_whole(repo: Path) -> None:

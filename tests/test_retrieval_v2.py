@@ -23,6 +23,7 @@ from nexusmem.embed import builtin
 from nexusmem.errors import ConfigError, NexusMemError
 from nexusmem.retrieve import fuse, query, rank, timecue
 from nexusmem.retrieve.intent import pasted_trace
+from nexusmem.retrieve.question import MAX_QUERY_CHARS
 
 from helpers import commit, console_script, git, query_json, run_cli, run_script
 from helpers.embedding import set_embedding
@@ -354,10 +355,10 @@ def test_json_gives_the_question_as_searched_not_the_whole_paste(old_and_fresh: 
         check=False,
     )
     assert proc.returncode == 0, proc.stderr
-    assert len(proc.stdout) < 20 * query.MAX_QUERY_CHARS, len(proc.stdout)
+    assert len(proc.stdout) < 20 * MAX_QUERY_CHARS, len(proc.stdout)
     data = json.loads(proc.stdout)
     assert data["query_cut"] is True and any("cut" in note for note in data["notes"])
-    assert len(data["query"]) <= query.MAX_QUERY_CHARS + 3
+    assert len(data["query"]) <= MAX_QUERY_CHARS + 3
     assert data["query"].startswith("2026-03-01 worker started")
     assert data["query"].rstrip().endswith("upload chunk 7 failed: gateway")
     short = query_json(old_and_fresh, "upload retry")

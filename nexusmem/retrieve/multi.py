@@ -29,7 +29,8 @@ from typing import Any
 
 from nexusmem import paths, registry
 from nexusmem.errors import NexusMemError
-from nexusmem.retrieve import fuse, query, rank
+from nexusmem.retrieve import fuse, order, query, rank
+from nexusmem.retrieve.question import prepare
 from nexusmem.store import StoredNode, health, open_store
 from nexusmem.store.interface import SearchStore
 from nexusmem.store.migrations import LATEST as SCHEMA_LATEST
@@ -98,7 +99,7 @@ class _Searched:
     # catchup.BACKLOG: too many to count): counted only when asked (search_all's UNSYNCED).
     unsynced: int = 0
     # The note that its vectors were not searched although its config names an embedder, and why
-    # (query.Question.semantic_skipped).
+    # (question.Question.semantic_skipped).
     semantic_skipped: str | None = None
     # What the release it asks about holds (query.Retrieved.release).
     release: frozenset[str] = frozenset()
@@ -373,7 +374,7 @@ def search_all(
     them first as MCP does: a cold query's budget) says in a note how many commands the hooks logged in each
     project since its last sync were not searched (unsynced_note).
     """
-    asked = query.prepare(text)
+    asked = prepare(text)
     author, named = query.asked_author(asked.text, author)
     result = MultiResult(query=asked.text, budget=budget, notes=[*named, *asked.notes], query_cut=asked.cut)
     filters = _Filters(as_of, since, until, author)
@@ -506,7 +507,7 @@ def semantic_notes(searched: list[_Searched]) -> list[str]:
     ]
 
 
-# How query.activity_first says what it listed: "first: the newest commits and commands run yesterday".
+# How recent.activity_first says what it listed: "first: the newest commits and commands run yesterday".
 _ACTIVITY_NOTE = re.compile(r"^first: the newest (?:commits and commands run|commits|commands run)(?=\s|$)")
 
 
@@ -557,7 +558,7 @@ def _scored_below(entries: list[Entry], behind: dict[int, int]) -> list[Entry]:
 def _merged_listings(searched: list[_Searched], listed: list[Entry]) -> list[Entry]:
     """LISTED (the entries of the projects' listings) newest first across the projects, each project's in the
     order its rules listed them: of the projects' next items, the newest goes next. A listing of failures each
-    followed by its fixes (query.fixes_first: failure, the commit, the passing re-run) stays one failure with
+    followed by its fixes (recent.fixes_first: failure, the commit, the passing re-run) stays one failure with
     its fixes after it, and so keeps the fixes' links (pack marks a fix only after its failure): sorted by
     time alone, `what fixed the failing test` listed the re-run, then the commit, then the failure, unlinked.
     For a listing newest first this is the newest first of all."""
@@ -641,16 +642,16 @@ def _fuse_and_pack(
     lead = listed + pinned
     if lead:
         top = entries[0][0]
-        lifted = [(query.above(top, len(lead), k), *e[1:]) for k, e in enumerate(lead)]
+        lifted = [(order.above(top, len(lead), k), *e[1:]) for k, e in enumerate(lead)]
         taken = {(e[2], e[3]) for e in lead}
         entries = lifted + [e for e in entries if (e[2], e[3]) not in taken]
     if first and entries:
-        order = {node_id: k for k, node_id in enumerate(dict.fromkeys(first))}
-        ahead = sorted((e for e in entries if e[3] in order), key=lambda e: (order[e[3]], e[2]))
+        place = {node_id: k for k, node_id in enumerate(dict.fromkeys(first))}
+        ahead = sorted((e for e in entries if e[3] in place), key=lambda e: (place[e[3]], e[2]))
         if ahead:
             top = entries[0][0]
-            entries = [(query.above(top, len(ahead), k), *e[1:]) for k, e in enumerate(ahead)] + [
-                e for e in entries if e[3] not in order
+            entries = [(order.above(top, len(ahead), k), *e[1:]) for k, e in enumerate(ahead)] + [
+                e for e in entries if e[3] not in place
             ]
 
     # Two clones of one repository (or this memory and the team store) share a namespace and so node ids: an
@@ -693,7 +694,7 @@ def _fuse_and_pack(
         as_of=as_of,
         since=since,
         until=until,
-        search_text=query.prepare(text).search_text,
+        search_text=prepare(text).search_text,
         with_project=True,
         notes=result.notes,
         author=author,

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from nexusmem.retrieve import multi, query, rank
+from nexusmem.retrieve.question import prepare
 from nexusmem.store.interface import SearchStore
 
 TEAM_NAME = "team"
@@ -68,7 +69,7 @@ def search(
 ) -> multi.MultiResult:
     """Answer TEXT from LOCAL and TEAM (None: unreachable; TEAM_NOTE then says why, as one note line);
     AUTHOR (nexusmem.authors) keeps the commands of that author in both lists."""
-    asked = query.prepare(text)
+    asked = prepare(text)
     author, named = query.asked_author(asked.text, author)
     result = multi.MultiResult(query=asked.text, budget=budget, query_cut=asked.cut)
     filters = (as_of, since, until)
