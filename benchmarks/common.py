@@ -37,7 +37,7 @@ QUERIES = [
     "missing config cli",
 ]
 
-# Questions that take the recent-work and origin paths of retrieval (query.CUE_WINDOW_MS,
+# Questions that take the recent-work and origin paths of retrieval (timecue.CUE_WINDOW_MS,
 # recent.with_neighbours, search.first_holder): each asks the store once or twice more.
 CUE_QUERIES = [
     "which router tests failed yesterday",

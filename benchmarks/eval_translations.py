@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How much of the packed answers is another language's copy of a page: for every labelled question of a
 project that keeps its docs translated (vuejs/vitepress's docs/en beside docs/ja, docs/ru, ...), the packed
-items under a language folder, with the translation rule off (`query.TRANSLATION_FACTOR` = 1) and on.
+items under a language folder, with the translation rule off (`history.TRANSLATION_FACTOR` = 1) and on.
 
     python benchmarks/eval_translations.py --set SET [--set ...] --work W --repo NAME=PATH [--repo ...]
 
@@ -22,11 +22,11 @@ import eval_real
 def main(argv: list[str] | None = None) -> int:
     args = eval_real.synced_stores_parser(__doc__).parse_args(argv)
     from nexusmem import project
-    from nexusmem.retrieve import query
+    from nexusmem.retrieve import history, query
 
     repos = eval_real.parse_repos(args.repo)
     sets = tuple(args.set or ("dev",))
-    factor = query.TRANSLATION_FACTOR
+    factor = history.TRANSLATION_FACTOR
     print("| repository | questions | translated items packed, rule off | rule on |")
     print("|---|---|---|---|")
     for qf in eval_real.collect(args.questions, sets, repos):
@@ -39,16 +39,16 @@ def main(argv: list[str] | None = None) -> int:
         proj = project.load(root)
         with proj.open_store(readonly=True) as store:
             for value in (1.0, factor):
-                query.TRANSLATION_FACTOR = value
+                history.TRANSLATION_FACTOR = value
                 translated = packed = 0
                 for q in qf.questions:
                     items = query.run(store, q.q, project=proj.id).items
                     packed += len(items)
                     translated += sum(
-                        1 for it in items if it.kind == "doc_section" and query.translated(it.ref)
+                        1 for it in items if it.kind == "doc_section" and history.translated(it.ref)
                     )
                 cells.append(f"{translated} of {packed}")
-        query.TRANSLATION_FACTOR = factor
+        history.TRANSLATION_FACTOR = factor
         print(f"| {qf.name} | {len(qf.questions)} | {cells[0]} | {cells[1]} |")
     return 0
 

@@ -160,7 +160,7 @@ def recorded_names(recorded: list[tuple[str, str]]) -> str:
 
 def git_user(root: Path) -> str | None:
     """The name git commits as in the work tree ROOT (its `user.name`), None when it has none: "I" of a
-    question about a change (query.own_changes_first)."""
+    question about a change (history.own_changes_first)."""
     from nexusmem import gitcmd
 
     code, out = gitcmd.run_ok(["config", "--get", "user.name"], root)

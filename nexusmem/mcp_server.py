@@ -46,9 +46,9 @@ from nexusmem.errors import (
 )
 from nexusmem.mcp_handshake import INSTRUCTIONS, SERVER_NAME, SERVER_VERSION, Handshake
 from nexusmem.project import Project
+from nexusmem.retrieve import answer, rank, timecue
 from nexusmem.retrieve import multi as multi_mod
 from nexusmem.retrieve import query as query_mod
-from nexusmem.retrieve import rank, timecue
 from nexusmem.retrieve.pack import estimate_tokens
 from nexusmem.sources.base import ProgressFn
 from nexusmem.store import Store, open_store
@@ -307,10 +307,10 @@ def _result(text: str, structured: dict[str, Any]) -> CallToolResult:
     )
 
 
-def _answer(result: query_mod.QueryResult, text: str, structured: dict[str, Any]) -> CallToolResult:
+def _answer(result: answer.QueryResult, text: str, structured: dict[str, Any]) -> CallToolResult:
     """A search's answer: its TEXT, then each note a small budget left out of its header, after the footer
     and outside the budget (the CLI says them on stderr; an agent has only the text), so none is lost."""
-    notes = query_mod.left_out(result, text)
+    notes = answer.left_out(result, text)
     return _result("\n".join([text, *(f"note: {note}" for note in notes)]), structured)
 
 
@@ -393,10 +393,10 @@ def run_search(
             root=root,
         )
     if backlog:
-        query_mod.add_note(result, backlog, budget)
+        answer.add_note(result, backlog, budget)
     if hook_note and not any(item.kind == "shell_command" for item in result.items):
-        query_mod.add_note(result, hook_note, budget)
-    return _answer(result, query_mod.render(result), query_mod.to_json(result))
+        answer.add_note(result, hook_note, budget)
+    return _answer(result, answer.render(result), answer.to_json(result))
 
 
 # Said when the commands logged since the last sync were too many to store before a search.
@@ -474,7 +474,7 @@ def run_search_all(
             skipped_in_answer=True,  # the full reasons are in the structured content's `skipped`
         )
     if behind:
-        query_mod.add_note(result, behind, budget)
+        answer.add_note(result, behind, budget)
     return _answer(result, multi_mod.render(result), multi_mod.to_json(result))
 
 

@@ -303,6 +303,11 @@ def word_bases(word: str) -> frozenset[str]:
     return frozenset(bases)
 
 
+def words_of(text: str) -> list[str]:
+    """The runs of word characters of TEXT (letters, digits, underscores), in order, as written."""
+    return _TOKEN.findall(text)
+
+
 def word_parts(text: str) -> list[str]:
     """The runs of letters and digits of TEXT, in order: split at underscores and punctuation, as the word index
     splits a name (`train_model.py`: train, model, py)."""

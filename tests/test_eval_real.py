@@ -336,14 +336,14 @@ def test_the_translated_pages_in_the_answers_are_counted_from_the_synced_stores(
     assert ev.main([*args, "--no-pack"]) == 0
     capsys.readouterr()
     script = load_script(TRANSLATIONS)
-    from nexusmem.retrieve import query
+    from nexusmem.retrieve import history
 
-    factor = query.TRANSLATION_FACTOR
+    factor = history.TRANSLATION_FACTOR
     assert script.main(args) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("| demo |"))
     off, on = (int(cell.split(" of ")[0]) for cell in row.strip(" |").split(" | ")[2:4])
     assert off >= 1 and on >= 1, row  # the Japanese page matches the proxy questions
-    assert factor == query.TRANSLATION_FACTOR
+    assert factor == history.TRANSLATION_FACTOR
     assert script.main([*args[:-1], str(tmp_path / "nothing")]) == 1
     assert "no synced store for demo" in capsys.readouterr().err
 

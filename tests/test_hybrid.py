@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from nexusmem import embed, project
-from nexusmem.retrieve import fuse, query
+from nexusmem.retrieve import answer, fuse, query
 
 from helpers import commit, console_script, run_cli
 from helpers.ollama_standin import closed_port_url, ollama_standin
@@ -73,7 +73,7 @@ def test_without_vectors_the_output_is_unchanged(history: Path) -> None:
     # (the footer's token count includes that note)
     without, expected = (
         plain.replace(skipped[0], "").splitlines(),
-        (query.render(bm25_only) + "\n").splitlines(),
+        (answer.render(bm25_only) + "\n").splitlines(),
     )
     assert without[:-1] == expected[:-1] and without[-1].split("~")[0] == expected[-1].split("~")[0], plain
     assert query_json(history, "payment gateway timeouts")["vector_matched"] == 0

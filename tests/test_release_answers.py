@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from nexusmem.retrieve import query
+from nexusmem.retrieve import answer
 from nexusmem.retrieve.intent import asks_which_release
+from nexusmem.retrieve.pack import estimate_tokens
 
 from helpers import commit, git, query_json, run_cli
 
@@ -58,13 +59,13 @@ def test_a_releases_items_are_marked_and_the_text_says_where_they_end(repo: Path
     tail = marks[len(released) :]
     assert tail and all(relation is None for _, relation in tail), marks
     text = run_cli("-C", str(repo), "query", "--", "what changed in 1.1.0").stdout
-    assert query.RELEASE_END in text, text
-    before, after = text.split(query.RELEASE_END)
+    assert answer.RELEASE_END in text, text
+    before, after = text.split(answer.RELEASE_END)
     assert "Pool: drop half-closed sockets" in before and "Changed how the release changed" not in before
     assert "Changed how the release changed" in after, text
     # A question about no release has no such line nor mark.
     plain = run_cli("-C", str(repo), "query", "--", "changed how the release changed").stdout
-    assert query.RELEASE_END not in plain
+    assert answer.RELEASE_END not in plain
     assert all(item["relation"] is None for item in query_json(repo, "drop half-closed sockets")["items"])
 
 
@@ -325,19 +326,19 @@ def test_an_answer_with_no_item_says_its_best_match_does_not_fit_beside_it() -> 
     and "first: what release 0.15.1 holds" on stdout, and why it held nothing ("the best match (~136
     tokens) does not fit") on stderr alone. An answer with no item keeps that note in its header (shortened
     when need be), before the others that only say what was done."""
-    result = query.QueryResult(
+    result = answer.QueryResult(
         query="what changed in 0.15.1",
         budget=80,
         notes=[
             "release 0.15.1: its tag is commit 1bd7e3bc5b, which is not in HEAD's history (memory holds the"
             " commits HEAD reaches)",
             "first: what release 0.15.1 holds (its changelog, its commit)",
-            f"{query.TOO_LARGE_NOTE}136 tokens) does not fit",
+            f"{answer.TOO_LARGE_NOTE}136 tokens) does not fit",
         ],
     )
-    text = query.render(result)
+    text = answer.render(result)
     assert "note: the best match does not fit" in text and "not in HEAD's history" in text, text
-    assert query.header_tokens(result) <= 80, text
+    assert answer.header_tokens(result) <= 80, text
 
 
 def _unreached_release(repo: Path) -> None:
@@ -398,7 +399,7 @@ def test_no_budget_is_exceeded_down_to_the_smallest_the_cli_and_mcp_accept(repo:
         assert found["tokens_used"] <= budget, (budget, found["tokens_used"], found["notes"])
         shown = run_cli("-C", str(repo), "query", "--budget", str(budget), "--", question)
         text = shown.stdout.rstrip("\n")
-        assert query.estimate_tokens(text) <= budget, (budget, text)
+        assert estimate_tokens(text) <= budget, (budget, text)
         assert text.endswith(f"/{budget} tokens"), text
         used = int(text.rsplit("~", 1)[1].split("/", 1)[0])
         assert used <= budget, (budget, text)
@@ -407,8 +408,8 @@ def test_no_budget_is_exceeded_down_to_the_smallest_the_cli_and_mcp_accept(repo:
             assert "[0.15.1]" in text and "not in HEAD's history" in header, (budget, text)
         else:  # nothing fits: one clear line says so
             assert "note: the best match does not fit" in text, (budget, text, shown.stderr)
-        answer = mcp_server.run_search(str(repo), question, budget, None)
-        structured = answer.structured_content
+        tool_answer = mcp_server.run_search(str(repo), question, budget, None)
+        structured = tool_answer.structured_content
         assert structured is not None and structured["tokens_used"] <= budget, (budget, structured)
     assert query_json(repo, question, "--budget", "120")["items"], "120 tokens hold the best item's head"
 
@@ -419,20 +420,20 @@ def test_an_answer_with_no_item_under_the_smallest_budget_says_so_in_one_line_wi
     With no item to qualify, the binding note goes beside the answer (stderr, MCP after the footer) and
     the one line saying nothing fits stays: the header and footer fit the budget."""
     name = "ConfigurationLoaderFactoryRegistryWithAVeryLongName"
-    result = query.QueryResult(
+    result = answer.QueryResult(
         query=f"was {name} removed",
         budget=50,
         notes=[
             f"{name} is still in the code (src/loader.py:12): no change removed it; the last that changed it:"
             " 1bd7e3bc5b",
-            f"{query.TOO_LARGE_NOTE}136 tokens) does not fit",
+            f"{answer.TOO_LARGE_NOTE}136 tokens) does not fit",
         ],
         packed=True,
     )
-    text = query.render(result)
+    text = answer.render(result)
     assert "note: the best match does not fit" in text, text
-    assert query.header_tokens(result) <= 50, text
-    assert result.notes[0] in query.left_out(result, text), text
+    assert answer.header_tokens(result) <= 50, text
+    assert result.notes[0] in answer.left_out(result, text), text
 
 
 def test_which_release_fixed_it_answers_with_the_changelog_entry_right_after_the_fix(repo: Path) -> None:

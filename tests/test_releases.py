@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from nexusmem import project
-from nexusmem.retrieve import query, rank
+from nexusmem.retrieve import history, query, rank
 from nexusmem.retrieve.intent import migration, newest_release_asked, release_named, release_version
 from nexusmem.sources.git import releases
 
@@ -134,7 +134,7 @@ def test_since_a_release_the_changes_that_followed_it_come_first(repo: Path) -> 
         store.replace_releases([])  # as if the repository had no tags
     plain = {q: fix_score(repo, q, fix) for q in (how, what)}
     assert lifted[how] == pytest.approx(plain[how])
-    assert lifted[what] == pytest.approx(plain[what] * query.RELEASE_FACTOR)
+    assert lifted[what] == pytest.approx(plain[what] * history.RELEASE_FACTOR)
 
 
 @pytest.mark.parametrize(
@@ -762,7 +762,7 @@ def test_a_changelog_only_commit_is_not_the_commit_an_entry_naming_its_prs_descr
         assert psr_entry.meta["commits"] == [psr, rework]
         # Named nothing, and written by a commit that only touched the notes: no commit it describes.
         assert [dst for _, dst, _ in store.links_from([legacy.id])] == []
-        ordered = query.links_of(store, [psr_entry])[psr_entry.id]
+        ordered = history.links_of(store, [psr_entry])[psr_entry.id]
         assert [shas[dst] for dst, _ in ordered] == [psr, rework]
     found = query_json(repo, "when was PHP 5 support dropped")
     described = [
@@ -1146,7 +1146,7 @@ def test_the_first_release_lists_the_commits_from_the_start_of_history_to_its_ta
     changelog = "# Changelog\n\n## 0.2.0\n\n- Proxy support\n\n## 0.1.0\n\n- Export to CSV\n- Retry uploads\n"
     early = [
         commit(repo, f"Exporter: step {n}", {f"e{n}.py": f"N = {n}\n"}, when=NOW - (500 - n) * DAY)
-        for n in range(query.RANGE_CHANGES + 5)
+        for n in range(history.RANGE_CHANGES + 5)
     ]
     v01 = commit(
         repo, "Release 0.1.0", {"CHANGELOG.md": changelog.split("## 0.2.0")[0]}, when=NOW - 400 * DAY
@@ -1165,13 +1165,13 @@ def test_the_first_release_lists_the_commits_from_the_start_of_history_to_its_ta
             "CHANGELOG.md — 0.1.0: Export to CSV",
             "CHANGELOG.md — 0.1.0: Retry uploads",
         ], titles
-        newest = early[::-1][: query.RANGE_CHANGES]
-        assert refs[2 : 2 + query.RANGE_CHANGES] == newest, titles
-        assert refs[2 + query.RANGE_CHANGES] == v01, titles
-        assert proxy not in refs[: 3 + query.RANGE_CHANGES], titles
+        newest = early[::-1][: history.RANGE_CHANGES]
+        assert refs[2 : 2 + history.RANGE_CHANGES] == newest, titles
+        assert refs[2 + history.RANGE_CHANGES] == v01, titles
+        assert proxy not in refs[: 3 + history.RANGE_CHANGES], titles
         assert (
             f"release 0.1.0: the {count} commits from the start of history up to its tag, the first release"
-            f" (git log v0.1.0); the newest {query.RANGE_CHANGES} changes listed" in found["notes"]
+            f" (git log v0.1.0); the newest {history.RANGE_CHANGES} changes listed" in found["notes"]
         ), found["notes"]
         assert not found["weak"]
     first = query_json(repo, "what changed in the first release")

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from nexusmem import project, timefmt
-from nexusmem.retrieve import query, rank, recent, rerank, search, thesaurus
+from nexusmem.retrieve import history, query, rank, recent, rerank, search, thesaurus
 from nexusmem.retrieve.intent import (
     adopted_name,
     code_names,
@@ -296,7 +296,7 @@ def test_a_question_about_a_practical_matter_finds_the_section_that_heads_it(
 def test_the_filler_of_a_failure_report_does_not_pick_the_change(repo: Path) -> None:
     """ "Goes completely silent", "what's the problem": each of those words is held by one unrelated commit,
     and BM25 gave them their full weight; the fix shares only "sunday" with the question."""
-    history = [
+    commits = [
         ("Add the scheduler", "scheduler.py", "def due(job): return True\n"),
         ("Add the nightly importer", "importer.py", "def run(): pass\n"),
         (
@@ -311,7 +311,7 @@ def test_the_filler_of_a_failure_report_does_not_pick_the_change(repo: Path) -> 
         ),
         ("Log the nightly run's start and end", "importer.py", "def run(): log()\n"),
     ]
-    for age, (subject, path, text) in zip(range(900, 0, -100), history, strict=False):
+    for age, (subject, path, text) in zip(range(900, 0, -100), commits, strict=False):
         commit(repo, subject, {path: text}, when=NOW - age * DAY)
     titles, _ = synced_answer(
         repo, "my nightly job fails every sunday: it goes completely silent, no error; what's the problem?"
@@ -497,7 +497,7 @@ def test_a_changelog_entry_lifts_the_change_that_added_it_not_a_bookkeeping_comm
         entries = [by_title[f"CHANGELOG.md — 2.10.1: {line[2:].strip()}"] for line in (logged, fixed)]
         changes = [by_title["Update changelog."], by_title[fix]]
         scored = [(entries[0], 1.0), (entries[1], 0.9), (changes[0], 0.1), (changes[1], 0.05)]
-        lifted = {node.title: value for node, value in query.commits_before_entries(store, scored)}
+        lifted = {node.title: value for node, value in history.commits_before_entries(store, scored)}
     assert lifted[fix] > 0.9  # just above the entry it wrote
     assert lifted["Update changelog."] == 0.1
 
@@ -514,7 +514,7 @@ def test_an_entry_below_its_own_commit_gives_way_to_the_next_change(repo: Path) 
         by_title = {node.title: node for node, _ in found}
         entry = by_title[f"CHANGELOG.md — 2.10.1: {fixed[2:].strip()}"]
         scored = [(entry, 1.0), (by_title[other], 0.9), (by_title[fix], 0.05)]
-        ranked = [node.title for node, _ in query.commits_before_entries(store, scored)]
+        ranked = [node.title for node, _ in history.commits_before_entries(store, scored)]
     assert ranked == [fix, other, entry.title]
 
 
@@ -2031,7 +2031,7 @@ def test_when_was_a_name_removed_finds_the_change_that_took_it_out(repo: Path) -
     that touched it (their diffs hold it as often) nor the release notes written afterwards."""
     tidy_modules(repo)
     legacy = "def qz_legacy_blit(frame):\n    return frame\n"
-    history = [
+    commits = [
         (800, "Add the blitter", {"blit.py": legacy}),
         (500, "Speed up qz_legacy_blit for wide frames", {"blit.py": legacy + "# qz_legacy_blit: fast\n"}),
         (300, "Drop the old blitter path", {"blit.py": "def blit(frame):\n    return frame\n"}),
@@ -2041,7 +2041,7 @@ def test_when_was_a_name_removed_finds_the_change_that_took_it_out(repo: Path) -
             {"CHANGES.md": "# Changes\n\n## 2.0\n\n- Removed `qz_legacy_blit`: use `blit`.\n"},
         ),
     ]
-    for days, subject, files in history:
+    for days, subject, files in commits:
         commit(repo, subject, files, when=NOW - days * DAY)
     titles, notes = synced_answer(repo, "when was qz_legacy_blit removed?")
     assert titles[0].endswith("Drop the old blitter path"), titles
@@ -2082,7 +2082,7 @@ def test_a_second_change_comes_before_the_first_ones_other_files(
     """A commit and its diffs are one change: the next change that matches nearly as well comes before the
     first change's second and third files, not after them."""
     body = "spline_tolerance = 0.5  # spline tolerance for curve smoothing\n"
-    history = [
+    commits = [
         ("Add the project skeleton", {"README.md": "# plotter\n"}),
         (
             "Rework the spline tolerance for curve smoothing",
@@ -2090,7 +2090,7 @@ def test_a_second_change_comes_before_the_first_ones_other_files(
         ),
         ("Round the spline tolerance when smoothing", {"curves/round.py": "ROUND = 3\n"}),
     ]
-    for age, (title, files) in zip((900, 800, 700), history):
+    for age, (title, files) in zip((900, 800, 700), commits):
         commit(repo, title, files, when=NOW - age * DAY)
     run_cli("-C", str(repo), "sync", "--no-embed")
     proj = project.load(repo)
@@ -2103,7 +2103,7 @@ def test_a_second_change_comes_before_the_first_ones_other_files(
     second = "Round the spline tolerance when smoothing"
     rework = "Rework the spline tolerance for curve smoothing"
     with monkeypatch.context() as m:
-        m.setattr(query, "SIBLING_FACTOR", 1.0)
+        m.setattr(history, "SIBLING_FACTOR", 1.0)
         # the rule alone, without the learned step
         m.setattr(rerank, "rerank", lambda scored, *_, **__: scored)
         assert (
@@ -2137,7 +2137,7 @@ def test_a_change_is_shown_by_its_commit_first_even_when_its_tests_match_better(
         return [it["kind"] for it in query_json(repo, question)["items"]]
 
     with monkeypatch.context() as m:
-        m.setattr(query, "distinct_changes", lambda scored: scored)
+        m.setattr(history, "distinct_changes", lambda scored: scored)
         # the rule alone, without the learned step
         m.setattr(rerank, "rerank", lambda scored, *_, **__: scored)
         assert kinds()[:2] == ["code_diff", "code_diff"]  # the case is real: two test files, no message

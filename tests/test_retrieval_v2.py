@@ -21,7 +21,7 @@ from nexusmem import project as project_mod
 from nexusmem.cli.app import cli
 from nexusmem.embed import builtin
 from nexusmem.errors import ConfigError, NexusMemError
-from nexusmem.retrieve import fuse, query, rank, timecue
+from nexusmem.retrieve import answer, fuse, history, query, rank, timecue
 from nexusmem.retrieve.intent import pasted_trace
 from nexusmem.retrieve.question import MAX_QUERY_CHARS
 
@@ -154,11 +154,11 @@ def test_a_question_about_something_that_never_happened_is_flagged_weak(old_and_
     text = run_cli(
         "-C", str(old_and_fresh), "query", "why did we migrate the billing database to MongoDB"
     ).output
-    assert text.splitlines()[0] == query.WEAK_LINE  # first, where an agent checking the answer looks
+    assert text.splitlines()[0] == answer.WEAK_LINE  # first, where an agent checking the answer looks
     real = query_json(old_and_fresh, "why do upload chunks retry when the gateway times out")
     assert real["weak"] is False
     assert titles(real)[0].startswith("fix(upload): retry multipart upload chunks")
-    assert query.WEAK_LINE not in run_cli("-C", str(old_and_fresh), "query", "upload gateway retry").output
+    assert answer.WEAK_LINE not in run_cli("-C", str(old_and_fresh), "query", "upload gateway retry").output
 
 
 def test_a_weak_answer_under_the_smallest_budgets_stays_within_them(old_and_fresh: Path) -> None:
@@ -205,7 +205,7 @@ def test_ordinary_words_memory_lacks_do_not_make_an_answered_question_weak(old_a
     answered = query_json(old_and_fresh, told)
     assert titles(answered)[0].startswith("fix(upload): retry multipart upload chunks")
     assert answered["weak"] is False
-    assert query.WEAK_LINE not in run_cli("-C", str(old_and_fresh), "query", told).output
+    assert answer.WEAK_LINE not in run_cli("-C", str(old_and_fresh), "query", told).output
     assert query_json(old_and_fresh, "upload chunks retry at the storage gateway through kafka")["weak"]
     assert builtin.whole_words(["suddenly", "somewhere", "kafka", "brotli"]) == {"suddenly", "somewhere"}
 
@@ -400,8 +400,8 @@ def test_a_best_match_too_large_for_the_budget_is_said_not_silently_swapped(repo
         )
         assert used["tokens_used"] <= int(budget), used
     # Matches that a filter took out (an --author, a window) leave nothing to show: said as before.
-    filtered = query.QueryResult(query=question, budget=2000, matched=3, weak=True)
-    assert query.render(filtered) == f"No memory matches: {question}"
+    filtered = answer.QueryResult(query=question, budget=2000, matched=3, weak=True)
+    assert answer.render(filtered) == f"No memory matches: {question}"
 
 
 def test_a_bm25_only_hit_is_not_buried_by_vector_only_hits(repo: Path) -> None:
@@ -462,7 +462,7 @@ def test_the_lift_goes_to_the_nearest_changes_not_to_the_commands_run_nearby(rep
         head = [i for i, _ in near.hits[: fuse.NEAREST_DEPTH]]
         assert {kinds[i] for i in head} >= {"shell_command", "git_commit"}, kinds
         found = fuse.evidence([], near.hits, near.floor)
-        lifted = query.lift_nearest(store, dict(found), near.hits)
+        lifted = history.lift_nearest(store, dict(found), near.hits)
     for place, node_id in enumerate(head):
         if kinds[node_id] == "shell_command":
             assert lifted[node_id] == found[node_id]
@@ -617,7 +617,7 @@ def test_mcp_search_takes_since_until_and_reports_weak(old_and_fresh: Path, tmp_
                     {"projectRoot": root, "query": "why did we migrate the billing database to MongoDB"},
                 )
             )
-            assert never["weak"] is True and query.WEAK_LINE in text
+            assert never["weak"] is True and answer.WEAK_LINE in text
             _, forever = _structured(
                 await s.call_tool(
                     "search_memory", {"projectRoot": root, "query": "upload gateway", "until": "9999-12-31"}

@@ -203,7 +203,7 @@ def answer(
     """Answer QUESTION from PROJ's memory and print it (JSON on stdout, or the packed text): the one body of
     a local `query`, on the plain path and the click path alike. Commands the hooks logged since the
     memory's last sync (the `pytest` just run) are not searched: a note says how many, and how to add them."""
-    from nexusmem.retrieve import query, rank
+    from nexusmem.retrieve import answer, query, rank
     from nexusmem.retrieve.pack import estimate_tokens
 
     limit = budget if budget is not None else int(proj.config["query"]["budget"])
@@ -230,13 +230,13 @@ def answer(
             root=proj.root,
         )
     if unsynced:
-        query.add_note(result, unsynced, limit)
+        answer.add_note(result, unsynced, limit)
     if hook_note and not any(item.kind == "shell_command" for item in result.items):
-        query.add_note(result, hook_note, limit)
+        answer.add_note(result, hook_note, limit)
     if as_json:
-        text = json_text(query.to_json(result))
+        text = json_text(answer.to_json(result))
     else:
-        text = terminal_safe(query.render(result))
+        text = terminal_safe(answer.render(result))
     sys.stdout.write(text + "\n")
     sys.stdout.flush()
     if not as_json:

@@ -94,7 +94,7 @@ _ARRIVAL_VERB = lazyre.compile(
 
 
 # "Which release fixed X?", "from which version on does it do Y?", "what version added Z?": the question asks
-# for a release by name, which a changelog entry gives (query.entries_after_commits).
+# for a release by name, which a changelog entry gives (history.entries_after_commits).
 _WHICH_RELEASE = lazyre.compile(r"\b(which|what|first)\s+(release|version|tag)s?\b", re.IGNORECASE)
 # "Which pry version dropped Rubinius?", "in which helmet release did the options start …": a name between
 # "which" and "release" is the project's when a change follows ("dropped", "added", "started"); "which Go

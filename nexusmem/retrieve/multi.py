@@ -29,7 +29,7 @@ from typing import Any
 
 from nexusmem import paths, registry
 from nexusmem.errors import NexusMemError
-from nexusmem.retrieve import fuse, order, query, rank
+from nexusmem.retrieve import answer, fuse, history, order, query, rank
 from nexusmem.retrieve.question import prepare
 from nexusmem.store import StoredNode, health, open_store
 from nexusmem.store.interface import SearchStore
@@ -60,7 +60,7 @@ class Skipped:
 
 
 @dataclass
-class MultiResult(query.QueryResult):
+class MultiResult(answer.QueryResult):
     """A QueryResult over several projects, plus the projects that were skipped."""
 
     skipped: list[Skipped] = field(default_factory=list)
@@ -77,7 +77,7 @@ class _Searched:
     target: Target
     store: SearchStore
     scored: list[tuple[StoredNode, float]]
-    shelf: query.Shelf
+    shelf: answer.Shelf
     weak: bool = False
     # What its rules listed in time order (the failures or the newest work of the question's time).
     listing: frozenset[str] = frozenset()
@@ -107,9 +107,9 @@ class _Searched:
 
 def searched_from(index: int, target: Target, store: SearchStore, found: query.Retrieved) -> _Searched:
     """One store's answer (FOUND, by query.retrieve) made ready to fuse: its links and its shelf."""
-    links = query.links_of(store, [n for n, _ in found.scored])
+    links = history.links_of(store, [n for n, _ in found.scored])
     # Sibling groups (chunks of one file or reply) are per store.
-    shelf = query.Shelf(
+    shelf = answer.Shelf(
         target.name,
         store,
         [n.id for n, _ in found.scored],
@@ -370,7 +370,7 @@ def search_all(
     apply to every project. The answer is weak when no project's best candidates match the question well.
     Skipped projects are listed in `skipped_notes` (the CLI prints them on stderr); SKIPPED_IN_ANSWER (MCP,
     which has no stderr) also names each in a short note inside the answer and its budget (after the footer
-    when the budget cannot hold it: query.left_out). UNSYNCED (`query --all-projects`, which does not store
+    when the budget cannot hold it: answer.left_out). UNSYNCED (`query --all-projects`, which does not store
     them first as MCP does: a cold query's budget) says in a note how many commands the hooks logged in each
     project since its last sync were not searched (unsynced_note).
     """
@@ -679,17 +679,17 @@ def _fuse_and_pack(
         for fix_id, _rel in owner[node_id].shelf.links.get(node_id, []):
             owner.setdefault(fix_id, owner[node_id])
 
-    def shelf_of(node_id: str) -> query.Shelf | None:
+    def shelf_of(node_id: str) -> answer.Shelf | None:
         proj = owner.get(node_id)
         return None if proj is None else proj.shelf
 
     scope = scope_line(result.labels or result.projects)
     release = frozenset().union(*(s.release for s in searched))
-    result.items, used = query.pack_items(
+    result.items, used = answer.pack_items(
         chosen,
         shelf_of,
         budget=budget,
-        header_cost=lambda: query.header_tokens(result, scope),
+        header_cost=lambda: answer.header_tokens(result, scope),
         max_items=query.WEAK_ITEMS if result.weak else None,
         as_of=as_of,
         since=since,
@@ -708,11 +708,11 @@ def _fuse_and_pack(
     # A fix is counted once, however many stores link it (both clones, this memory and the team store).
     counted = {node_id for s in searched for node_id in s.matched | {n.id for n, _ in s.scored}}
     for s in searched:
-        result.matched += query.linked_fixes(
+        result.matched += answer.linked_fixes(
             s.store, s.shelf.links, counted, as_of=as_of, since=since, until=until, author=author
         )
         counted |= {fix for pairs in s.shelf.links.values() for fix, _rel in pairs}
-    result.tokens_used = used + query.header_tokens(result, scope)
+    result.tokens_used = used + answer.header_tokens(result, scope)
 
 
 def _held_at_home(
@@ -741,7 +741,7 @@ def _held_at_home(
         owner[node_id] = home
         chosen[node_id] = (node, score)
         mine.append(node)
-    for src, pairs in query.links_of(home.store, mine).items():
+    for src, pairs in history.links_of(home.store, mine).items():
         home.shelf.links.setdefault(src, pairs)
 
 
@@ -750,7 +750,7 @@ def to_json(result: MultiResult) -> dict[str, Any]:
     --all-projects) with `projectRoot` on every item (the root of its project: what get_memory needs to
     expand it, and what tells two projects of one name apart), `projects` (each searched project's {name,
     root}, in order) and `skipped` (each {name, root, db, reason})."""
-    data = query.to_json(result)
+    data = answer.to_json(result)
     for item, out in zip(result.items, data["items"]):
         out["projectRoot"] = item.project_root
     data["projects"] = [{"name": n, "root": r} for n, r in zip(result.projects, result.roots)]
@@ -763,4 +763,4 @@ def to_json(result: MultiResult) -> dict[str, Any]:
 def render(result: MultiResult) -> str:
     """The packed block with project tags and the scope line; skipped projects are not part of it (the CLI
     prints them on stderr, the MCP server appends them)."""
-    return query.render(result, with_project=True, scope=scope_line(result.labels or result.projects))
+    return answer.render(result, with_project=True, scope=scope_line(result.labels or result.projects))

@@ -84,3 +84,9 @@ def above(top: float, count: int, step: int) -> float:
     """The score of the STEPth of COUNT items a rule puts first, in its order, just above TOP (the best
     score of the rest): what was run next, a failure or recent-work listing."""
     return top * (1.0 + 0.01 * (count - step))
+
+
+def pin(first: list[str], pinned: list[str]) -> list[str]:
+    """FIRST, just put before everything, then what PINNED held before it (what an answer fused from several
+    projects keeps first, retrieve.query.Retrieved.pinned)."""
+    return [*first, *(node_id for node_id in pinned if node_id not in first)]

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
-from nexusmem import authors, embed, identity, lazyre, paths, resolved, timefmt
+from nexusmem import authors, embed, lazyre, paths, timefmt
 from nexusmem.retrieve import (
+    answer,
     asks_docs,
     cjk,
     fuse,
+    history,
     order,
     rank,
     recent,
@@ -33,26 +35,20 @@ from nexusmem.retrieve.intent import (
     conversation_of_day,
     platforms_named,
 )
-from nexusmem.retrieve.pack import Candidate, estimate_tokens, pack
 from nexusmem.retrieve.question import Question, prepare, terse_text
-from nexusmem.retrieve.summarise import MAX_SUMMARY_CHARS, doc_summary_chars
-from nexusmem.retrieve.summarise import summary as make_summary
-from nexusmem.show import replacement
 from nexusmem.store import StoredNode
 from nexusmem.store.interface import SearchStore
-from nexusmem.store.releases import ReleaseRange, version_key
+from nexusmem.store.releases import ReleaseRange
 from nexusmem.text import (
     informative,
     is_noise_word,
-    one_line,
     well_formed,
     word_bases,
     word_parts,
+    words_of,
 )
 
 DEFAULT_BUDGET = 2000
-# The header echoes at most this much of the question.
-SHOWN_QUERY_CHARS = 160
 # The BM25 list counts in proportion to how much of the question's IDF mass the best of its top
 # STRENGTH_TOP hits contains (to this power): see `retrieve`.
 STRENGTH_TOP = 3
@@ -171,162 +167,12 @@ WEAK_LEXICAL_BIAS = -6.0282
 # The shortest word of a code name that counts as the name for Strength.absent_arrival ("-n" is no name).
 ARRIVAL_NAME_LETTERS = 3
 WEAK_ITEMS = 5
-WEAK_LINE = "No strong match: nothing in memory covers this question well; the closest items follow."
-WEAK_SHORT = "No strong match."  # WEAK_LINE under a budget too small for it
-_BODY_WINDOW = 40
-_NEEDS_BODY = {
-    "code_diff",
-    "git_commit",
-    "doc_section",
-    "conversation_turn",
-    "github_thread",
-    "session_summary",
-}
-
-
-@dataclass
-class Item:
-    id: str
-    kind: str
-    ts: int
-    title: str
-    summary: str
-    provenance: str
-    trust: str
-    score: float
-    project: str
-    ref: str
-    linked_from: str | None = None
-    relation: str | None = None
-    recorded_by: str = ""  # the team member who recorded it (an item of the team store); "" for local
-    verdict_by: str = ""  # the team member whose verdict `trust` is (an item of the team store); "" for local
-    also_in: list[str] = field(default_factory=list)  # refs of doc sections with the same text (doc_twins)
-    superseded: bool = False  # marked by `mark-stale`
-    superseded_by: str | None = None  # the id it named as what replaced it, while memory holds that node
-    # Across projects: the root of the project it came from, and the tag the text gives it when another
-    # searched project has the same name ("dotenv (b/x)"; "" = its name).
-    project_root: str = ""
-    project_label: str = ""
-    # A commit's author as git records it (its name): who made the change, what a "who added X?" question
-    # asks; "" for any other kind of item (a Co-authored-by trailer in its message is not its author).
-    author: str = ""
-
-
-@dataclass
-class QueryResult:
-    query: str  # the question as searched: an overlong one cut (Question.cut)
-    budget: int
-    tokens_used: int = 0
-    matched: int = 0
-    bm25_matched: int = 0
-    vector_matched: int = 0
-    items: list[Item] = field(default_factory=list)
-    projects: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    weak: bool = False
-    query_cut: bool = False
-    # The tokens the header leaves for the best item: a note that would take them is left out of the header
-    # (said on stderr, or after the footer), so that a small budget shows the answer rather than the notes.
-    item_room: int = 0
-    # The items are final (pack_items has returned): an answer with none needs no note that qualifies items.
-    packed: bool = False
-    # The line `render` prints after a release's items (relation "release") when other items follow them
-    # (RELEASE_END); "" when the answer holds no release's items or nothing after them.
-    release_end: str = ""
-
-
-# What separates a release's items (what the release holds) from the other matches of the question's words.
-RELEASE_END = (
-    "-- end of what the release holds; below: other matches of the question's words, not part of it --"
-)
 
 
 def parse_as_of(value: str | None) -> int | None:
     """--as-of / asOf → epoch ms: what --until takes (timecue.parse_when: a date, an ISO 8601 time, today,
     yesterday, an age such as 2d), a bare date meaning the end of that day as --until's does."""
     return None if value is None else timecue.parse_when(value, end=True)
-
-
-# The most of a title an item shows; a best match shown by its head alone under a small budget shows less
-# (HEAD_TITLE_CHARS), the longest of these that lets it fit.
-TITLE_CHARS = 160
-HEAD_TITLE_CHARS = (TITLE_CHARS, 120, 96, 72, 48)
-
-
-def clipped_title(title: str, limit: int = TITLE_CHARS) -> str:
-    """TITLE as an item shows it: at most LIMIT characters, the last an ellipsis when cut."""
-    return title if len(title) <= limit else title[: limit - 1] + "…"
-
-
-def item_text(item: Item, *, with_project: bool = False) -> str:
-    """The plain-text lines of one item: what `query` prints and what the token estimate counts."""
-    date = timefmt.day(item.ts)
-    tags = f"[{item.provenance}]"
-    if item.trust != "candidate":
-        tags += f" [{item.trust} by {item.verdict_by}]" if item.verdict_by else f" [{item.trust}]"
-    if item.superseded:
-        tags += " [superseded]"
-    if with_project:
-        tags += f" [{item.project_label or item.project}]"
-    if item.recorded_by:
-        tags += f" [by {item.recorded_by}]"
-    title = clipped_title(item.title)
-    if not title.strip():
-        title = "(no commit message)" if item.kind == "git_commit" else "(untitled)"  # a bare dangling line
-    by = f" by {one_line(item.author)}" if item.author else ""
-    head = f"- {date}{by} {tags} {title}"
-    if item.linked_from and item.relation == "changelog":
-        head += "  -- the commit this changelog entry describes"
-    elif item.linked_from and item.relation == "discussion":
-        head += "  -- linked as its discussion (not a fix)"  # a conversation about it: nothing says it passed
-    elif item.linked_from:
-        head += f"  -- linked as the fix ({item.relation})"
-    # A commit names its sha, what `git show` and a reader of the log go by (a diff names it in its title).
-    sha = f"  commit {item.ref[:7]}" if item.kind == "git_commit" and item.ref else ""
-    lines = [head, f"  id {item.id}{sha}"]
-    if item.superseded_by:
-        lines.append(f"  superseded by {item.superseded_by}")
-    if item.also_in:
-        lines.append("  also in " + ", ".join(ref.split("#", 1)[0] for ref in item.also_in))
-    lines += ["  " + line for line in item.summary.splitlines() if line.strip()]
-    return "\n".join(lines)
-
-
-def make_item(
-    node: StoredNode,
-    score: float,
-    project: str,
-    query: str,
-    *,
-    replaced_by: str | None = None,
-    root: str = "",
-    label: str = "",
-    doc_chars: int = MAX_SUMMARY_CHARS,
-    asked_only: bool = False,
-) -> Item:
-    """The presentable item for NODE (its summary chosen for QUERY); REPLACED_BY: show.replacement; ROOT and
-    LABEL: its project's root and tag across projects (Item.project_root, Item.project_label); DOC_CHARS: how much
-    of a doc section its summary shows (summarise.doc_summary_chars); ASKED_ONLY (`--author me`): a
-    conversation turn's summary is the person's question, the agent's answer counted, not shown."""
-    return Item(
-        id=node.id,
-        kind=node.kind,
-        ts=node.ts,
-        title=node.title,
-        summary=make_summary(node, query, doc_chars, asked_only=asked_only),
-        provenance=node.provenance,
-        trust=node.trust,
-        score=score,
-        project=project,
-        ref=node.ref,
-        recorded_by=node.recorded_by,
-        verdict_by=node.verdict_by,
-        superseded=node.superseded_by is not None,
-        superseded_by=replaced_by,
-        project_root=root,
-        project_label=label,
-        author=order.commit_author(node),
-    )
 
 
 def _is_merge(node: StoredNode) -> bool:
@@ -538,11 +384,6 @@ class Retrieved:
     nearest: tuple[str, ...] = ()
 
 
-def _pinned(first: list[str], pinned: list[str]) -> list[str]:
-    """FIRST, just put before everything, then what PINNED held before it."""
-    return [*first, *(node_id for node_id in pinned if node_id not in first)]
-
-
 def retrieve(
     store: SearchStore,
     text: str,
@@ -573,14 +414,9 @@ def retrieve(
     )
     words = search.query_terms(store, question.search_text, failure=question.failure)
     answered_by: str | None = None
-    # What a rule listed in time order (the failures, or the newest work, of the question's time), and what
-    # it says of it (an answer fused from several projects lists them together, newest first).
-    listed: list[StoredNode] = []
-    listing_note: str | None = None
     whole: frozenset[str] = frozenset()  # a release's entries, packed all (Retrieved.whole)
     pinned: list[str] = []  # Retrieved.pinned
     released: frozenset[str] = frozenset()  # Retrieved.release
-    listing_count: int | None = None  # Retrieved.listing_count
     bm25_hits, bm25_total = search.bm25_scored(
         store, words.words, limit=limit, as_of=as_of, since=since, until=until
     )
@@ -648,7 +484,9 @@ def retrieve(
             store, words.words, limit=CUE_CANDIDATES, as_of=as_of, since=low, until=high
         )
         bm25_hits = with_hits(bm25_hits, found_in)
-        question.notes.append(_release_note(question.release, window, _unreached(store, question.release)))
+        question.notes.append(
+            history.release_note(question.release, window, history.unreached(store, question.release))
+        )
     # "What did we change in the parser in March 2021?": the dates written are the window its changes are
     # looked for in, as --since/--until (not only the words "March 2021"): searched apart, and lifted below.
     dated = (
@@ -693,14 +531,14 @@ def retrieve(
             if stays.code:
                 # "When was X removed?" of a name the code still holds: no change removed it, and the last
                 # that holds it (a typo fixed beside it) is no answer to "when".
-                where = _paths_listed(stays.code)
+                where = history.paths_listed(stays.code)
                 note = f"{name} is still in the code ({where}): no change removed it; the last that changed it: {sha[:10]}"
                 if question.still:
                     note = f"yes: {name} is still in the code ({where}); the last change that holds it: {sha[:10]}"
                 still_holder = still_holder or sha
             elif stays.comments:
                 # A comment that names it ("formerly the `TOMLChar` constants") is no code that holds it.
-                where = _paths_listed(stays.comments)
+                where = history.paths_listed(stays.comments)
                 note = f"{note} ({name} is only in a comment now: {where})"
                 if question.still:
                     note = f"no: {name} is only in a comment now ({where}); the last change that holds it: {sha[:10]}"
@@ -798,13 +636,13 @@ def retrieve(
         best = max(covering([i for i, _ in bm25_hits[:STRENGTH_TOP]]).values())
         scale = best**LEXICAL_COVERAGE_EXP
     found = fuse.evidence([bm25_hits, cjk_hits], [*near.hits, *near.more], near.floor, scales=[scale, 1.0])
-    found = lift_nearest(store, found, near.hits)
+    found = history.lift_nearest(store, found, near.hits)
     settings = replace(settings, vector_weight=vector_weight(question, settings))
     scored = score_fused(
         store,
         found,
         as_of,
-        cue=dated_cue(question.cue, dated),
+        cue=history.dated_cue(question.cue, dated),
         settings=settings,
         asks=question.asks,
         doc_changes_count=question.about_docs,
@@ -818,38 +656,40 @@ def retrieve(
     if asking:
         scored = [(node, score) for node, score in scored if node.id not in asking]
     if window is not None and question.asks != "usage":  # "since 1.20 X is gone, how do I ...": the docs say
-        scored = in_release(scored, window)
+        scored = history.in_release(scored, window)
     dated_first = (
-        dated is not None and question.asks != "usage" and any(_in_dates(n, dated) for n, _ in scored)
+        dated is not None
+        and question.asks != "usage"
+        and any(history.happened_in(n, dated) for n, _ in scored)
     )
     if dated is not None and dated_first:
-        scored = in_dates(scored, dated)
+        scored = history.in_dates(scored, dated)
     if question.asks != "usage":
-        scored = commits_before_entries(store, scored, as_of=as_of, since=since, until=until)
+        scored = history.commits_before_entries(store, scored, as_of=as_of, since=since, until=until)
         if asks_which_release(question.text):
-            scored = entries_after_commits(store, scored, as_of=as_of, since=since, until=until)
+            scored = history.entries_after_commits(store, scored, as_of=as_of, since=since, until=until)
     if question.release is None:
-        scored = current_docs_first(scored, frozenset(_WORDS.findall(question.text.lower())))
-    scored = originals_first(scored, question.text)
-    scored = distinct_changes(scored)
+        scored = history.current_docs_first(scored, frozenset(words_of(question.text.lower())))
+    scored = history.originals_first(scored, question.text)
+    scored = history.distinct_changes(scored)
     # "why did I change…": the asker's own commits lifted (None: not asked, or no git user to know them by).
-    asker = _git_user_of(store) if asks_own_change(question.text) else None
-    scored = own_changes_first(scored, asker)
+    asker = history.git_user_of(store) if asks_own_change(question.text) else None
+    scored = history.own_changes_first(scored, asker)
     if holding is not None:
-        holder_note_if_listed(scored, *holding, question.notes)
+        history.holder_note_if_listed(scored, *holding, question.notes)
     if still_holder is not None:
-        scored = still_first(scored, still_holder)
+        scored = history.still_first(scored, still_holder)
     if question.migrates is not None:
         # "How do I migrate from v6 to v7?": the upgrade guide's section for those releases, whole; the
         # versions are no searchable words (6, 0, 7), and "migrate" matched every commit that says it.
         guide = [
             node
-            for node in upgrade_guide(store, exact, *question.migrates)
+            for node in history.upgrade_guide(store, exact, *question.migrates)
             if order.within(node, as_of, since, until)
         ]
         if guide:
             scored = order.put_first(scored, guide)
-            pinned = _pinned([node.id for node in guide], pinned)
+            pinned = order.pin([node.id for node in guide], pinned)
             answered_by = guide[0].id
             whole = frozenset(node.id for node in guide)
             question.notes.append(f"first: the upgrade guide's {guide[0].ref}")
@@ -885,10 +725,10 @@ def retrieve(
         )
         shipped = [
             node
-            for node in (release_nodes(store, exact, question.shipped) if question.shipped else [])
+            for node in (history.release_nodes(store, exact, question.shipped) if question.shipped else [])
             if order.within(node, as_of, since, until)
         ]
-        pointed = _pre_releases_pointed(store, shipped, question.shipped) if question.shipped else []
+        pointed = history.pre_releases_pointed(store, shipped, question.shipped) if question.shipped else []
         if pointed:
             # "Nothing new beyond 7.0.0b1.": the release's entries only point to its pre-release (a release
             # of its own), whose entries say what it holds; they follow.
@@ -899,15 +739,15 @@ def retrieve(
             for version in pointed:
                 shipped += [
                     node
-                    for node in release_nodes(store, exact, version)
+                    for node in history.release_nodes(store, exact, version)
                     if node.kind == "doc_section"
                     and node.source == rank.CHANGELOG_SOURCE
                     and order.within(node, as_of, since, until)
                 ]
-        for version in between[:SPAN_RELEASES]:
+        for version in between[: history.SPAN_RELEASES]:
             shipped += [
                 node
-                for node in release_nodes(store, exact, version)
+                for node in history.release_nodes(store, exact, version)
                 if node.kind == "doc_section" and order.within(node, as_of, since, until)
             ]
         shipped = list({node.id: node for node in shipped}.values())
@@ -915,10 +755,10 @@ def retrieve(
         # beside each entry they crowded the release's own entries out (and mostly repeat them).
         described = [
             node
-            for node in described_by(store, [node for node in shipped if node.kind == "doc_section"])
+            for node in history.described_by(store, [node for node in shipped if node.kind == "doc_section"])
             if order.within(node, as_of, since, until)
         ]
-        shipped, range_note = with_release_commits(
+        shipped, range_note = history.with_release_commits(
             store,
             shipped,
             described,
@@ -928,11 +768,11 @@ def retrieve(
             if since_range is not None and spanned is not None
             else between,
         )
-        unreached = _unreached(store, question.shipped) if question.shipped else None
+        unreached = history.unreached(store, question.shipped) if question.shipped else None
         if unreached is not None:
             # "What changed in 6.5.7?", tagged on a maintenance branch: its commits are not in memory, and
             # what its words matched elsewhere is no answer unless its changelog entries are.
-            question.notes.append(f"release {question.shipped}: {_unreached_note(unreached)}")
+            question.notes.append(f"release {question.shipped}: {history.unreached_note(unreached)}")
             question.unreached = not any(node.kind == "doc_section" for node in shipped)
         highest = store.newest_release(until) if question.shipped and since_range is None else None
         if (
@@ -951,7 +791,7 @@ def retrieve(
             question.unreached = not shipped
         if shipped:
             scored = order.put_first(scored, shipped)
-            pinned = _pinned([node.id for node in shipped], pinned)
+            pinned = order.pin([node.id for node in shipped], pinned)
             answered_by = shipped[0].id
             whole = frozenset(node.id for node in shipped if node.kind == "doc_section")
             released = frozenset(node.id for node in shipped)
@@ -960,12 +800,12 @@ def retrieve(
             tag = store.release_commit(question.shipped) if question.shipped else None
             entries_held = any(node.kind == "doc_section" for node in shipped)
             highest_only = (
-                f"; only the {SPAN_RELEASES + 1} highest of the {len(between) + 1} releases in the range"
-                if len(between) > SPAN_RELEASES
+                f"; only the {history.SPAN_RELEASES + 1} highest of the {len(between) + 1} releases in the range"
+                if len(between) > history.SPAN_RELEASES
                 else ""
             )
             if question.shipped and between:
-                lowest = between[:SPAN_RELEASES][-1]
+                lowest = between[: history.SPAN_RELEASES][-1]
                 what = ", ".join(
                     [
                         *(["their changelog"] if entries_held else ["no changelog entry"]),
@@ -1008,7 +848,7 @@ def retrieve(
         ]
         if shown:
             scored = order.put_first(scored, shown)
-            pinned = _pinned([node.id for node in shown], pinned)
+            pinned = order.pin([node.id for node in shown], pinned)
             answered_by = shown[0].id
             question.notes.append(
                 f"first: commit {shown[0].ref[:10]}, whose sha the question names"
@@ -1016,143 +856,25 @@ def retrieve(
                 else f"first: the {len(pasted)} commits whose sha starts with {prefix}, which is ambiguous: "
                 + ", ".join(node.ref[:12] for node in shown if node.id in commits)
             )
-    # "What did I commit in cJSON yesterday", "which tests failed in this repo": the project's own name says
-    # which memory is asked (this one), not what about; the rules below read the question without it.
-    names = recent.project_names(store, project) if answered_by is None else frozenset()
-    file_said = False  # a question about one file's changes, answered by its own note (file_changes_first)
-    if answered_by is None and question.then is None and not question.failure:
-        scored, listed, listing_note = recent.file_changes_first(
-            store, scored, question, names, as_of=as_of, since=since, until=until
-        )
-        if listing_note is not None:
-            file_said = True
-            question.notes.append(listing_note)
-            if not listed:
-                listing_note = None  # nothing then: said, and answered by the ranking below
-    attempts = (
-        recent.attempts_before_fix(store, question, as_of=as_of, since=since, until=until, names=names)
-        if question.then == "before" and answered_by is None and recent.asks_before_fix(question.text)
-        else None
+    lists = recent.listing(
+        store,
+        scored,
+        question,
+        found,
+        words.words,
+        project,
+        answered_by=answered_by,
+        pinned=pinned,
+        as_of=as_of,
+        since=since,
+        until=until,
+        author=author,
     )
-    if attempts is not None:
-        # In time order, the budget keeping the first (listing), and no fix riding up after its failure
-        # (whole): the fix ends the listing, its patch after the commit.
-        listed = [attempts.failure, *attempts.tried, *attempts.fixes]
-        patches = {
-            node.id: patch
-            for node in attempts.fixes
-            if node.kind == "git_commit"
-            for patch in [recent.fix_patch(store, attempts.failure.ref, node.ref)]
-            if patch is not None
-        }
-        patch_nodes = store.get_many(list(patches.values()), light=True)
-        listed = [
-            shown
-            for node in listed
-            for shown in (node, patch_nodes.get(patches.get(node.id, "")))
-            if shown is not None
-        ]
-        scored = order.listed_first(scored, listed, keep=True)
-        whole = whole | {node.id for node in listed}
-        answered_by = attempts.failure.id
-        question.notes.append(
-            f"first: what was run from `{attempts.failure.ref}` ({_exit_text(attempts.failure)},"
-            f" {timefmt.iso(attempts.failure.ts)}) up to the fix memory linked to it, oldest first"
-        )
-    elif question.then is not None:
-        ceiling = scored[0][1] if scored else 0.0  # what the commands run next are put above
-        scored, anchor = recent.with_neighbours(
-            store,
-            scored,
-            question.then,
-            found,
-            latest=recent.AGAIN.search(question.text) is not None,
-            failed=question.run_failure,
-            between=recent.BETWEEN.search(question.text) is not None,
-            asked=question.text,
-            window=recent.sequence_window(store, question, as_of, since, until),
-            timed=recent.asked_window(question, since, until) is not None,
-            as_of=as_of,
-            since=since,
-            until=until,
-        )
-        if anchor is not None:
-            answered_by = anchor.id
-            pinned = _pinned([node.id for node, value in scored if value > ceiling], pinned)
-            when = "after" if question.then == "after" else "before"
-            question.notes.append(
-                f"first: what was run {when} `{anchor.ref}` ({_exit_text(anchor)}, {timefmt.iso(anchor.ts)})"
-            )
-    if listed:
-        answered_by = listed[0].id
-    if answered_by is None and question.then is None and question.failure and recent.asks_fix(question.text):
-        scored, listed, failures = recent.fixes_first(
-            store, scored, question, as_of=as_of, since=since, until=until, names=names
-        )
-        if listed:
-            answered_by = listed[0].id
-            listing_note = (
-                "first: the newest failures memory linked to their fix, each with what fixed it (the commit"
-                " made after it, the passing re-run), newest first"
-                if failures > 1
-                else "first: the newest failure memory linked to its fix, with what fixed it (the commit made"
-                " after it, the passing re-run)"
-            )
-            question.notes.append(listing_note)
-    if answered_by is None and question.then is None and recent.asks_got_working(question.text):
-        scored, listed, working = recent.got_working_first(
-            store, scored, question, as_of=as_of, since=since, until=until, names=names
-        )
-        if working is not None:
-            answered_by = listed[0].id
-            listing_note = (
-                f"first: what was done before `{working.ref}` passed ({timefmt.iso(working.ts)}), since it last"
-                " failed, nearest first"
-            )
-            question.notes.append(listing_note)
-    # A run that did not finish ("the training run ran out of GPU memory", "the feature build got killed")
-    # is asked about as a failure here, though the learned step does not read it as one (question.failure).
-    asks_failures = question.run_failure and question.then is None and answered_by is None
-    said = set(search.terms(recent.without_names(question.search_text, names))) if names else None
-    unnamed = words.words if said is None else [w for w in words.words if w in said]
-    if asks_failures:
-        scored, listed, span, passed = recent.failed_runs_first(
-            store, scored, question, as_of=as_of, since=since, until=until, names=names, author=author
-        )
-        if listed:
-            listing_note = (
-                f"no run of {span}; first: its runs, newest first (the newest passed, exit 0)"
-                if passed
-                else f"first: the failed runs of {span}"
-                + ("" if ", newest first" in span else ", newest first")
-            )
-            question.notes.append(listing_note)
-        elif span:  # none of the runs it names ran in the time it names (failed_runs_first)
-            listing_note = span
-            question.notes.append(listing_note)
-    recent_work = False  # a listing of the newest work (activity_first)
-    if asks_failures and not listed and not recent.a_subject(unnamed):
-        scored, listed, span = recent.failures_first(
-            store, scored, question, as_of=as_of, since=since, until=until, author=author
-        )
-        listing_note = (
-            f"first: the commands that failed {span}" + ("" if ", newest first" in span else ", newest first")
-            if listed
-            else f"no recorded command {recent.by_author(author)}failed {span}"
-        )
-        question.notes.append(listing_note)
-    elif (
-        not asks_failures and answered_by is None and recent.asks_recent_work(question, unnamed, since, until)
-    ):
-        recent_work = True
-        scored, listed, span = recent.activity_first(
-            store, scored, question, as_of=as_of, since=since, until=until, author=author
-        )
-        listing_count = recent.asked_count(question.text)
-        listing_note = f"first: {span}" if listed else recent.nothing_done(author, span)
-        question.notes.append(listing_note)
-    if listed:
-        answered_by = listed[0].id
+    # What a rule listed in time order (the failures, or the newest work, of the question's time), and what
+    # it says of it (an answer fused from several projects lists them together, newest first).
+    scored, listed, listing_note, listing_count = lists.scored, lists.listed, lists.note, lists.count
+    answered_by, pinned, whole = lists.answered_by, lists.pinned, whole | lists.whole
+    recent_work, file_said = lists.work, lists.file_said
     others: set[str] = set()  # matches of another author: left out, so not counted among the matches either
     if author is not None:
         kept = [(n, s) for n, s in scored if order.authored(author, n, store.member)]
@@ -1192,12 +914,14 @@ def retrieve(
         # Any change at all in those dates: one read, for the nearest and the note.
         changed_then = bool(store.newest_of_kind("git_commit", dated.low, dated.high, 1))
         nearest = (
-            [] if changed_then else changes_nearest(store, dated, as_of, author, among=words_said or None)
+            []
+            if changed_then
+            else history.changes_nearest(store, dated, as_of, author, among=words_said or None)
         )
-        question.notes.append(_dates_missed(dated, held=changed_then, listed=bool(nearest)))
+        question.notes.append(history.dates_missed(dated, held=changed_then, listed=bool(nearest)))
         if nearest:
             scored = order.put_first(scored, nearest)
-            pinned = _pinned([node.id for node in nearest], pinned)
+            pinned = order.pin([node.id for node in nearest], pinned)
             answered_by = nearest[0].id
     lexical = {node_id for node_id, _ in bm25_hits}
     day_asked = conversation_of_day(question.text) if day is not None else None
@@ -1210,7 +934,7 @@ def retrieve(
             # one a small budget leaves out (the listing's note says how many).
             scored = order.put_first([], typed)
             listed = typed
-            pinned = _pinned([node.id for node in typed], pinned)
+            pinned = order.pin([node.id for node in typed], pinned)
             answered_by = typed[0].id
             listing_note = f"first: the questions you asked {whom} {day.said}, newest first"
             question.notes.append(listing_note)
@@ -1220,7 +944,7 @@ def retrieve(
         turns = recent.conversations_first(scored, lexical, question.conversation, day)
         if turns:
             scored = order.put_first(scored, turns)
-            pinned = _pinned([node.id for node in turns], pinned)
+            pinned = order.pin([node.id for node in turns], pinned)
             answered_by = turns[0].id
             with_whom = question.conversation.agent or "your agents"
             question.notes.append(f"first: the conversations with {with_whom} that match the question")
@@ -1228,7 +952,7 @@ def retrieve(
         on_day = recent.of_the_day(scored, lexical, day)
         if on_day:
             scored = order.put_first(scored, on_day)
-            pinned = _pinned([node.id for node in on_day], pinned)
+            pinned = order.pin([node.id for node in on_day], pinned)
             answered_by = on_day[0].id  # as a listing: what it asks, not only what its words match
             question.notes.append(f"first: what matches the question from {day.said}, then the rest")
         elif not question.failure:  # a reported failure's miss is said by _window_missed, and weighs
@@ -1249,7 +973,7 @@ def retrieve(
         and not dated_first
         and answered_by is None
         and question.then is None
-        and not (asker and any(is_own_commit(node, asker) for node, _ in scored[: rerank.DEPTH]))
+        and not (asker and any(history.is_own_commit(node, asker) for node, _ in scored[: rerank.DEPTH]))
     )
     by_vector = tuple(node_id for node_id, cosine in near.hits if cosine > near.floor)
     if settings.rerank and rerankable:
@@ -1306,487 +1030,6 @@ def retrieve(
     )
 
 
-# What a change made within a named release's window counts, against the same match outside it.
-RELEASE_FACTOR = 4.0
-
-
-def _paths_listed(paths: list[str]) -> str:
-    return ", ".join(paths[:STILL_IN_PATHS]) + (" …" if len(paths) > STILL_IN_PATHS else "")
-
-
-def in_release(
-    scored: list[tuple[StoredNode, float]], window: tuple[int, int | None]
-) -> list[tuple[StoredNode, float]]:
-    """SCORED with the changes made within WINDOW (after the release's tag, up to the next one's) counted
-    RELEASE_FACTOR, best first again: commits, their diffs, and changelog entries (dated by the commit that
-    wrote them)."""
-    start, end = window
-    lifted = [
-        (node, value * RELEASE_FACTOR if _is_change(node) and start < node.ts <= (end or node.ts) else value)
-        for node, value in scored
-    ]
-    return order.best_first(lifted)
-
-
-def in_dates(scored: list[tuple[StoredNode, float]], dated: timecue.Dated) -> list[tuple[StoredNode, float]]:
-    """SCORED with the changes made within the dates the question writes (DATED, timecue.asked_dates)
-    counted RELEASE_FACTOR, as a named release's window counts them, best first again."""
-    lifted = [(node, value * RELEASE_FACTOR if _in_dates(node, dated) else value) for node, value in scored]
-    return order.best_first(lifted)
-
-
-def _in_dates(node: StoredNode, dated: timecue.Dated) -> bool:
-    return _is_change(node) and dated.low <= node.ts <= dated.high
-
-
-def _dates_missed(dated: timecue.Dated, *, held: bool, listed: bool = False) -> str:
-    """The note of a question whose dates (DATED) hold none of its matches: no change at all then (HELD
-    false; the changes nearest to them by date LISTED first), or none that matches."""
-    if not held:
-        follow = "the nearest by date follow, closest first" if listed else "the nearest follow"
-        return f"no change recorded {dated.phrase}; {follow}"
-    return f"nothing recorded {dated.phrase} matches the question; the closest follow"
-
-
-def changes_nearest(
-    store: SearchStore,
-    dated: timecue.Dated,
-    as_of: int | None,
-    author: str | None,
-    among: list[StoredNode] | None = None,
-) -> list[StoredNode]:
-    """The NEAREST_CHANGES commits nearest by date to DATED, a window that holds none, before it and after it,
-    the closest first (ties: the earlier first), that pass the query's filters: what "what did we change in
-    March 2021" lists when nothing changed that month (February 19th before May 16th). AMONG: the commits the
-    question's other words matched ("… in the parser in March 2021"), when there are some."""
-    if among is None:
-        before = store.newest_of_kind("git_commit", 0, max(0, dated.low - 1), NEAREST_CHANGES * 2)
-        after = store.oldest_of_kind("git_commit", dated.high + 1, 2**62, NEAREST_CHANGES * 2)
-        among = list(store.get_many([*before, *after], light=True).values())
-    kept = [
-        node
-        for node in among
-        if not dated.low <= node.ts <= dated.high
-        and order.passes(node, as_of, None, None, author, store.member)
-    ]
-
-    def distance(node: StoredNode) -> tuple[int, int]:
-        return (dated.low - node.ts if node.ts < dated.low else node.ts - dated.high), node.ts
-
-    return sorted(kept, key=distance)[:NEAREST_CHANGES]
-
-
-def lift_nearest(
-    store: SearchStore, found: dict[str, fuse.Evidence], nearest: list[tuple[str, float]]
-) -> dict[str, fuse.Evidence]:
-    """FOUND with the nearest few by vector lifted (fuse.lift_nearest), the changes and doc sections among
-    them: a shell command or a turn of conversation keeps its share. Commands repeat one another ("docker
-    compose up -d redis", run five times) and when one was run says more than how near it stands; lifted,
-    the nearest runs pushed the fix they led to down a place or two on the recent-work sets (recent4
-    .592 -> .525)."""
-    head = [node_id for node_id, _ in nearest[: fuse.NEAREST_DEPTH]]
-    if not head:
-        return found
-    nodes = store.get_many(head, light=True)
-    kept = frozenset(i for i in head if i in nodes and nodes[i].kind not in rank.RECENCY_KINDS)
-    return fuse.lift_nearest(found, nearest, only=kept)
-
-
-def dated_cue(cue: timecue.Cue | None, dated: timecue.Dated | None) -> timecue.Cue | None:
-    """The time CUE the scores measure age by: for dates written as a closed window (DATED), from its middle,
-    not from the newest event (recency counted from now took "in March 2021" away from March 2021)."""
-    if cue is None or dated is None or cue.anchor_ms is not None or not 0 < dated.low <= dated.high < 2**62:
-        return cue
-    return replace(cue, anchor_ms=(dated.low + dated.high) // 2)
-
-
-def _is_change(node: StoredNode) -> bool:
-    return node.kind in _CHANGE_KINDS or node.source == rank.CHANGELOG_SOURCE
-
-
-def _release_note(version: str, window: tuple[int, int | None], unreached: str | None = None) -> str:
-    """What a question naming release VERSION says of its WINDOW (and of its tag, not in HEAD's history,
-    when UNREACHED is the sha that tag names)."""
-    start, end = window
-    until = f" and before the next ({timefmt.iso(end)[:10]})" if end is not None else ""
-    note = f"release {version}: changes made after its tag ({timefmt.iso(start)[:10]}){until} come first"
-    return note + (f"; {_unreached_note(unreached)}" if unreached is not None else "")
-
-
-def _unreached(store: SearchStore, version: str) -> str | None:
-    """The sha release VERSION's tag names when memory does not hold that commit (a tag on a maintenance
-    branch HEAD does not reach: memory holds the commits HEAD reaches), else None."""
-    sha = store.release_commit(version)
-    return sha if sha is not None and not store.commit_held(sha) else None
-
-
-def _unreached_note(sha: str) -> str:
-    return f"its tag is commit {sha[:10]}, which is not in HEAD's history (memory holds the commits HEAD reaches)"
-
-
-# How many nodes the version's phrase ("7 4 1", as the index holds 7.4.1) may match to be read for release_nodes.
-RELEASE_CANDIDATES = 200
-_RELEASE_NUMBER = lazyre.compile(r"\d+(?:\.\d+)*")
-# A pre-release's version: its number, its label and the label's count ("7.0.0-rc.1", "2.0.0b2", "4.0.0.rc-2").
-_PRE_RELEASE = lazyre.compile(r"(\d+(?:\.\d+)*)[-.]?(alpha|beta|rc)[.-]?(\d*)", re.IGNORECASE)
-
-
-_RELEASE_PAGE = lazyre.compile(
-    r"\b(?:what'?s new|new in|changes|changed|release notes?|highlights)\b", re.IGNORECASE
-)
-
-
-def release_nodes(store: SearchStore, exact: search.ExactSearches, version: str) -> list[StoredNode]:
-    """What says what release VERSION holds, in this order: the changelog entries under its heading (in the
-    order the file holds them), the commit its tag names, and the commits whose title names it ("Release 7.4.1 (#2965)", "Prepare 1.7.15")."""
-    pre = _PRE_RELEASE.fullmatch(version)
-    if pre is None:
-        phrase = search.phrase_of(_WORDS.findall(version))
-    else:  # "7.0.0-rc.1" is "7 0 0 rc 1" to the index, the heading "7.0.0-rc1" is "7 0 0 rc1"
-        number, label, count = " ".join(_WORDS.findall(pre.group(1))), pre.group(2).lower(), pre.group(3)
-        phrase = (
-            f'"{number} {label} {count}" OR "{number} {label}{count}"' if count else f'"{number} {label}"'
-        )
-    hits = exact.scored(phrase, RELEASE_CANDIDATES)
-    nodes = store.get_many([node_id for node_id, _ in hits], light=True)
-    # 7.4.1 and not 7.4.10 or 2.7.4.1, nor a pre- or post-release of it (7.4.1-beta.1, 7.4.1rc1, 7.4.1.post0);
-    # "1.7" names 1.7.0 too. A pre-release named (2.0.0-alpha.1) is its own release.
-    final = _RELEASE_NUMBER.fullmatch(version) is not None
-    # A pre-release however it is spelt: the tag's 7.0.0-rc.1 is the heading's 7.0.0-rc1 (and 7.0.0.RC-1).
-    spelt = (
-        re.escape(pre.group(1)) + rf"[-.]?(?i:{pre.group(2)})[.-]?" + re.escape(pre.group(3)) + r"(?!\d)"
-        if pre is not None
-        else re.escape(version) + (r"(\.0)*" if final else "")
-    )
-    # Not the final's with a pre-release after it ("Added changelog for 7.0.0 Beta1").
-    named = re.compile(r"(?<![\w.])[vV]?" + spelt + r"(?![\w]|\.\w|-[A-Za-z]|\s+(?i:alpha|beta|rc)\d*\b)")
-    listed = [node for node_id, _ in hits if (node := nodes.get(node_id)) is not None]
-    entries = {
-        node.id: node
-        for node in listed
-        if node.kind == "doc_section"
-        and node.source == rank.CHANGELOG_SOURCE
-        and named.search(node.ref.partition("#")[2].split(" › ", 1)[0])
-    }
-    # The project's own page about the release ("Major changes in 5.0", "What's new in 2.0"): a doc page
-    # whose heading names the version and says what is new in it.
-    pages = [
-        node
-        for node in listed
-        if node.kind == "doc_section"
-        and node.source != rank.CHANGELOG_SOURCE
-        and not rank.is_post(node.kind, node.title)
-        and named.search(heading := node.ref.partition("#")[2])
-        and _RELEASE_PAGE.search(heading)
-    ]
-    commits = [node for node in listed if node.kind == "git_commit" and named.search(node.title)]
-    sha = store.release_commit(version) if final else None  # the version tags held are final releases
-    tagged = store.get_many(store.commits_by_sha(sha)[:1], light=True) if sha else {}
-    in_file = [entries[node_id] for node_id in store.written_order(list(entries))]
-    if not in_file and not tagged and version.count(".") >= 3:
-        # "127.0.0.1": four numbers name a release only when a tag or a changelog heading names it, not
-        # when some commit's title holds an address ("Cookie domain: 127.0.0.1").
-        return []
-    return list({node.id: node for node in [*pages, *in_file, *tagged.values(), *commits]}.values())
-
-
-# A changelog entry that only points to a pre-release ("Nothing new beyond 7.0.0b1.", "No changes since
-# 2.0.0rc2"): short, and naming a pre-release of the same version.
-_POINTER_CHARS = 200
-_PRE_RELEASE_NAMED = lazyre.compile(
-    r"(?<![\w.])v?(\d+(?:\.\d+)*)[-.]?((?:a|b|alpha|beta|rc|c|pre|dev)[.-]?\d*)(?!\w|\.\w)"
-)
-
-
-def _zero_padded(number: str) -> tuple[int, ...]:
-    """The version NUMBER's parts (7.0.0b1's 7.0.0), trailing zeros dropped: 7.0 is 7.0.0."""
-    found = _RELEASE_NUMBER.match(number)
-    parts = [int(part) for part in found.group(0).split(".")] if found else []
-    while len(parts) > 1 and parts[-1] == 0:
-        parts.pop()
-    return tuple(parts)
-
-
-def _pre_releases_pointed(store: SearchStore, shipped: list[StoredNode], version: str) -> list[str]:
-    """The pre-releases of VERSION (as written: 7.0.0b1) that its changelog entries among SHIPPED only point
-    to (each entry short and naming one); empty when an entry says more, or none is there."""
-    entries = [n.id for n in shipped if n.kind == "doc_section" and n.source == rank.CHANGELOG_SOURCE]
-    if not entries or not _RELEASE_NUMBER.match(version):
-        return []
-    held = store.get_many(entries)
-    pointed: list[str] = []
-    for entry in entries:
-        text = held[entry].body.strip() if entry in held else ""
-        named = [
-            m.group(0).lstrip("v")
-            for m in _PRE_RELEASE_NAMED.finditer(text)
-            if _zero_padded(m.group(1)) == _zero_padded(version)
-        ]
-        if len(text) > _POINTER_CHARS or not named:
-            return []
-        pointed += [v for v in named if v not in pointed]
-    return pointed
-
-
-# How many of the commits between a release's tag and the previous one's are listed with what it holds: the
-# changes (newest first), then its merges and its bookkeeping (a release commit, a changelog-only commit).
-RANGE_CHANGES = 30
-RANGE_BOOKKEEPING = 10
-# How many of the releases tagged between the two a question names ("between 1.2.0 and 1.4.0") have their
-# changelog entries listed, the highest first (each costs one search of its version's phrase).
-SPAN_RELEASES = 20
-_RELEASE_TITLE = lazyre.compile(
-    r"^\s*(?:release|prepare|preparing|bump|bumped|tag|tagged|version|changelog|update changelog)\b.*\d",
-    re.IGNORECASE,
-)
-
-
-def with_release_commits(
-    store: SearchStore,
-    shipped: list[StoredNode],
-    described: list[StoredNode],
-    found: ReleaseRange | None,
-    within: Callable[[StoredNode], bool],
-    later: list[str] | None = None,
-) -> tuple[list[StoredNode], str | None]:
-    """What a release holds, in order: SHIPPED's changelog entries, the commits of FOUND (`git log
-    PREVIOUS..VERSION`, or VERSION..HEAD for a question about what came since VERSION, LATER being the releases
-    tagged in it; from memory's commit parents: no git on a question's path) that change something, newest
-    first (RANGE_CHANGES at most), SHIPPED's commits (the tagged one, those whose title names it), the range's
-    merges and bookkeeping (a release commit, one that only touched the release notes), then the DESCRIBED
-    commits not in the range (said so; bookkeeping ones left out). Only those WITHIN the question's window.
-    Also the note that names the range (None without one: no earlier tag is reached, or the tag is not in
-    memory), and the releases tagged within it besides VERSION when LATER names them (releases_between,
-    highest first)."""
-    entries = [node for node in shipped if node.kind == "doc_section"]
-    tagged = [node for node in shipped if node.kind != "doc_section"]
-    if found is None or not found.held or (found.base is None and not found.first) or not found.shas:
-        return list({node.id: node for node in [*shipped, *described]}.values()), None
-    tip = store.get_many(store.commits_by_sha(found.sha)[:1], light=True)
-    if not tip:
-        return list({node.id: node for node in [*shipped, *described]}.values()), None
-    project_id = next(iter(tip.values())).project_id
-    commits = store.get_many(
-        [identity.node_id(project_id, "git_commit", sha) for sha in found.shas], light=True
-    )
-    by_sha = {node.ref: node for node in commits.values()}
-    walk = {sha: n for n, sha in enumerate(found.shas)}
-    ranged = sorted(
-        (by_sha[sha] for sha in found.shas if sha in by_sha), key=lambda node: (-node.ts, walk[node.ref])
-    )
-    in_range = {node.id for node in ranged}
-    outside = [node for node in described if node.id not in in_range]
-    files: dict[str, list[str]] = {}
-    for node_id, path in store.files_of_many([node.id for node in [*ranged, *outside]]):
-        files.setdefault(node_id, []).append(path)
-    from nexusmem.sources.docs import is_release_notes
-
-    def keeping(node: StoredNode) -> bool:
-        return bool(
-            sha_is_merge(node)
-            or _RELEASE_TITLE.search(node.title)
-            or (files.get(node.id) and all(is_release_notes(path) for path in files[node.id]))
-        )
-
-    own = {node.id for node in tagged}
-    bookkeeping = {node.id for node in ranged if node.id in own or keeping(node)}
-    changes = [node for node in ranged if node.id not in bookkeeping][:RANGE_CHANGES]
-    rest = [node for node in ranged if node.id in bookkeeping and node.id not in own][:RANGE_BOOKKEEPING]
-    # A commit an entry names that the range does not hold (one made before the previous release's tag, or
-    # on another branch) comes after the range, said so; one that only touched the changelog is left out.
-    elsewhere = [node for node in outside if not keeping(node)]
-    ordered = [*entries, *changes, *tagged, *rest, *elsewhere]
-    listed = list({node.id: node for node in ordered if node in entries or within(node)}.values())
-    count = len(found.shas)
-    more = (
-        "" if count <= len(changes) + len(rest) + len(own) else f"; the newest {len(changes)} changes listed"
-    )
-    commits_word = "commit" if count == 1 else "commits"
-    counted = f"{count}{'+' if found.truncated else ''} {commits_word}"
-    if found.name == "HEAD":
-        later = later or []
-        since = ", ".join(later[:8]) + (", …" if len(later) > 8 else "")
-        reached = set(found.shas)
-        off = [(v, sha) for v, sha in store.releases_above(found.base or "") if sha not in reached]
-        tagged_since = (
-            f"; released since: {since}"
-            if later
-            else "; no release is tagged after it" + (" in HEAD's history" if off else "")
-        )
-        if off:
-            # "Since 0.15.0" where 0.15.1 was tagged on a branch HEAD does not reach: a release after it exists.
-            named = ", ".join(f"{v} ({sha[:10]})" for v, sha in off[:3]) + (", …" if len(off) > 3 else "")
-            tagged_since += f"; tagged after it on commits HEAD does not reach: {named}"
-        note = (
-            f"since {found.base}: the {counted} after its tag up to HEAD (git log {found.base_name}..HEAD)"
-            f"{tagged_since}{more}"
-        )
-    elif found.first:
-        note = (
-            f"release {found.version}: the {counted} from the start of history up to its tag, the first release"
-            f" (git log {found.name}){more}"
-        )
-    else:
-        lower = sorted(later or [], key=version_key)
-        listed_between = ", ".join(lower[:8]) + (", …" if len(lower) > 8 else "")
-        between = f"; released between: {listed_between}" if lower else ""
-        note = (
-            f"release {found.version}: the {counted} after {found.base} (git log {found.base_name}..{found.name})"
-            f"{between}{more}"
-        )
-    shown_elsewhere = [node for node in elsewhere if node in listed]
-    if shown_elsewhere:
-        which = "commit" if len(shown_elsewhere) == 1 else "commits"
-        note += (
-            f"; after them, the {len(shown_elsewhere)} {which} its changelog entries name outside that range"
-            f" ({', '.join(node.ref[:8] for node in shown_elsewhere[:5])})"
-        )
-    return listed, note
-
-
-def sha_is_merge(node: StoredNode) -> bool:
-    """Whether the commit NODE has more than one parent (its meta's parents; a light node keeps its meta)."""
-    parents = node.meta.get("parents")
-    return isinstance(parents, list) and len(parents) > 1
-
-
-def described_by(store: SearchStore, entries: list[StoredNode]) -> list[StoredNode]:
-    """The commits the changelog ENTRIES describe (their `changelog` links), in the entries' order."""
-    place = {node.id: n for n, node in enumerate(entries)}
-    links = sorted(
-        (place[src], dst) for src, dst, relation in store.links_from(list(place)) if relation == "changelog"
-    )
-    ids = list(dict.fromkeys(dst for _, dst in links))
-    held = store.get_many(ids, light=True) if ids else {}
-    return [held[node_id] for node_id in ids if node_id in held]
-
-
-# How many doc sections titled with an upgrade word and one of the versions are read for upgrade_guide.
-GUIDE_CANDIDATES = 200
-# How many sections of the chosen part of an upgrade guide (it and its subsections) are read, at most.
-GUIDE_SECTIONS = 40
-_GUIDE_WORDS = ("upgrading", "upgrade", "upgrades", "migrating", "migration", "migrate", "updating")
-_GUIDE_MARK = lazyre.compile(r"upgrad|migrat|updat", re.IGNORECASE)
-_HEADING_VERSION = lazyre.compile(r"(?<![\w.])v?(\d+(?:\.\d+){0,3})(?:\.x)?(?![\w.]*\d)")
-_HEADING_FROM_TO = lazyre.compile(r"\d(?:\.x)?\s*(?:to|->|→|-)\s*v?\d", re.IGNORECASE)
-
-
-def upgrade_guide(
-    store: SearchStore, exact: search.ExactSearches, start: str | None, end: str | None
-) -> list[StoredNode]:
-    """The sections of an upgrade guide for moving from release START to END (either may be None), best
-    first: those whose heading names both ("6.0 to 7.0" in UPGRADING.md, "From 6 to 7"), then END ("Upgrading
-    to Moshi 2.x", "7.0" in a MIGRATION.md), then START ("Migrating from 5.x"). A guide is a file named for
-    upgrading or migrating, or a heading that says so or names two releases. The sections under a heading
-    chosen (a changelog's "Upgrading to Moshi 2.x › Properties") follow it, as the file lists them."""
-    asked = [v for v in (start, end) if v is not None]
-    numbers = sorted({part for v in asked for part in (v.split(".")[0], "v" + v.split(".")[0])})
-    match = (
-        "title : ("
-        + " OR ".join(_GUIDE_WORDS)
-        + ") AND title : ("
-        + " OR ".join(f'"{n}"' for n in numbers)
-        + ")"
-    )
-    hits = exact.scored(match, GUIDE_CANDIDATES)
-    nodes = store.get_many([node_id for node_id, _ in hits], light=True)
-    ranked: dict[tuple[str, str], int] = {}  # (path, heading) -> 0 both named, 1 END, 2 START
-    for node_id, _ in hits:
-        node = nodes.get(node_id)
-        if node is None or node.kind != "doc_section":
-            continue
-        path, _, heading = node.ref.partition("#")
-        top = heading.split(" › ", 1)[0]
-        named = [found.group(1) for found in _HEADING_VERSION.finditer(top)]
-        two = len(named) == 2 and _HEADING_FROM_TO.search(top) is not None
-        if not (_GUIDE_MARK.search(path) or _GUIDE_MARK.search(top) or two) or not named or len(named) > 2:
-            continue
-        if two:
-            first, last = named
-            place = 0 if _same_release(first, start) and _same_release(last, end) else None
-            if place is None and start is None and _same_release(last, end):
-                place = 1
-        else:
-            place = 1 if _same_release(named[0], end) else 2 if _same_release(named[0], start) else None
-        if place is not None:
-            ranked[(path, top)] = min(place, ranked.get((path, top), place))
-    if not ranked:
-        return []
-    best = min(ranked.values())
-    chosen = {key for key, place in ranked.items() if place == best}
-    members = [
-        node
-        for node in nodes.values()
-        if node.kind == "doc_section"
-        and (node.ref.partition("#")[0], node.ref.partition("#")[2].split(" › ", 1)[0]) in chosen
-    ]
-    # The whole section: its subsections too, whose titles the search did not match ("6.0 to 7.0 › Native
-    # functions calls"); a doc's ref names its last heading only, its natural key the heading path.
-    heads = {(node.source, _heading_path(node)) for node in members}
-    under = [
-        node_id for source, head in heads for node_id in store.sections_under(source, head, GUIDE_SECTIONS)
-    ]
-    held = {node.id: node for node in members} | store.get_many(under, light=True)
-    written = store.written_order(list(held))[:GUIDE_SECTIONS]
-    return [held[node_id] for node_id in written]
-
-
-def _heading_path(node: StoredNode) -> str:
-    """NODE's natural key up to the heading its ref names first ("UPGRADING.md#Guide > 6.0 to 7.0" of
-    "UPGRADING.md#Guide > 6.0 to 7.0 > Native functions calls#0", whose ref is "UPGRADING.md#6.0 to 7.0")."""
-    path, _, heading = node.ref.partition("#")
-    top = heading.split(" › ", 1)[0]
-    at = node.natural_key.find(top, len(path) + 1)
-    return node.natural_key if at < 0 else node.natural_key[: at + len(top)]
-
-
-def _same_release(named: str, asked: str | None) -> bool:
-    """Whether the release a heading NAMED ("6.0", "7", "2.x" as "2") is the one ASKED about ("v6", "6.0"):
-    the same numbers, a trailing .0 or a missing part counting as any."""
-    if asked is None:
-        return False
-    a, b = (v.split(".") for v in (named, asked))
-    while len(a) > 1 and a[-1] == "0":
-        a.pop()
-    while len(b) > 1 and b[-1] == "0":
-        b.pop()
-    depth = min(len(a), len(b))
-    return a[:depth] == b[:depth]
-
-
-# How many of the paths that still hold a name "when was X removed?" was asked about its note names.
-STILL_IN_PATHS = 3
-
-
-def holder_note_if_listed(
-    scored: list[tuple[StoredNode, float]], sha: str, note: str, notes: list[str]
-) -> None:
-    """Take NOTE (naming SHA, the first or last change that holds a name) out of NOTES when none of that
-    change's nodes is in SCORED (left out since): it would name a change the answer does not show.
-    search.holder scored the change ORIGIN_LEAD above the best word match; the vectors and the title may
-    still put a later change whose title names the name above it ("Fix broken caching in
-    guessOffsetForZone"). Putting the holder first regardless was measured and not kept: two questions of
-    a real-repository set lost a rank each (moshi .725 -> .708, PHPMailer .716 -> .699)."""
-    listed = any(node.kind in _CHANGE_KINDS and node.ref.split(":", 1)[0] == sha for node, _ in scored)
-    if not listed and note in notes:
-        notes.remove(note)
-
-
-def still_first(scored: list[tuple[StoredNode, float]], sha: str) -> list[tuple[StoredNode, float]]:
-    """SCORED with the change SHA put first (its commit node, else its best-ranked diff): the last change that
-    holds a name the code still holds, which the note answering "is X still …" or "when was X removed" names
-    ("yes: AsDisplay is still in the code (…); the last change that holds it: aa9d91f753"). There the note is
-    the answer and the list its evidence, so they must agree: the vectors and the title put the change whose
-    title names the name (thiserror's 2023 "Replace … with AsDisplay trait") above a later one that only
-    holds it (a ui test's expected output). Only for such a note: for the first or last holder of an
-    ordinary question the move was measured and not kept (holder_note_if_listed)."""
-    nodes = [node for node, _ in scored if node.kind in _CHANGE_KINDS and node.ref.split(":", 1)[0] == sha]
-    lead = next((node for node in nodes if node.kind == "git_commit"), nodes[0] if nodes else None)
-    if lead is None or scored[0][0].id == lead.id:
-        return scored
-    return order.put_first(scored, [lead])
-
-
 def vector_weight(question: Question, settings: rank.Settings) -> float:
     """The weight of the vector list for QUESTION: rank.CODE_VECTOR_FACTOR of the configured one when it
     names an identifier, a file or an option, unless it asks how to use something (the docs answer that):
@@ -1796,383 +1039,6 @@ def vector_weight(question: Question, settings: rank.Settings) -> float:
         factor = rank.FAILURE_CODE_VECTOR_FACTOR if question.failure else rank.CODE_VECTOR_FACTOR
         return settings.vector_weight * factor
     return settings.vector_weight
-
-
-# A changelog entry says in a user's words what a change did ("the client hangs when the server closes the
-# connection"); the commit it links to is the change itself, what a question about what happened asks for.
-# So an entry among the first ENTRY_DEPTH results puts the commits it links to (at most ENTRY_LINKS: an
-# entry that names more describes a release, not a change) just above itself, unless they rank higher
-# already. A usage question is answered by the docs, and is left alone. Over the seven real-repository sets
-# (hybrid MRR, docs/evaluation.md) this moved dev / held-out / fresh / fresh2 / fresh3 / fresh4 / fresh5 by
-# .000 / +.003 / -.001 / +.009 / +.001 / +.009 / +.007 (mean .5401 → .5443); one linked commit at most:
-# +.002 on average; the commit placed after the entry instead of before it: +.000. The commits of one entry
-# keep their own order (ties broken by id before): mean .5470 → .5487 with distinct_changes in place.
-# A commit that changed docs only is not lifted: an entry with no number links to the commit that added it,
-# and when that commit is "Update changelog." it is bookkeeping, not the change the entry describes
-# (pytest-cov's "Update changelog. Close #422." came first for the failure its entry names). Thirty-nine
-# sets: .7000 → .7001 (55 questions better, 1 worse).
-# Once a commit ranks above an entry that links to it, the entry repeats that change in other words: it
-# counts ENTRY_ECHO_FACTOR, so that the next distinct change comes before it (as a commit's diffs do,
-# SIBLING_FACTOR). Forty-five sets (4,155 questions, hybrid MRR, docs/evaluation.md): .6913 at 1, .6922 at
-# .7 (142 questions better, none worse), .6922 at .5 (162 better), .6923 at .3 (171 better); R@5 .812 → .814
-# at each.
-ENTRY_DEPTH = 40
-ENTRY_LINKS = 2
-ENTRY_RELATION = "changelog"
-ENTRY_ECHO_FACTOR = 0.5
-
-
-def commits_before_entries(
-    store: SearchStore,
-    scored: list[tuple[StoredNode, float]],
-    *,
-    as_of: int | None = None,
-    since: int | None = None,
-    until: int | None = None,
-) -> list[tuple[StoredNode, float]]:
-    """SCORED with the commits each changelog entry among its first ENTRY_DEPTH links to (1 to ENTRY_LINKS
-    of them) scored just above that entry when they ranked below it (or not at all). A commit outside the
-    AS_OF / SINCE / UNTIL window stays out, and one that changed docs only stays where it was."""
-    entries = [
-        (node, value)
-        for node, value in scored[:ENTRY_DEPTH]
-        if node.kind == "doc_section" and node.source == rank.CHANGELOG_SOURCE
-    ]
-    if not entries:
-        return scored
-    linked: dict[str, list[str]] = {}
-    for src, dst, relation in store.links_from([node.id for node, _ in entries]):
-        if relation == ENTRY_RELATION:
-            linked.setdefault(src, []).append(dst)
-    values = {node.id: value for node, value in scored}
-    lifted: dict[str, float] = {}
-    for node, value in entries:
-        commits = linked.get(node.id, [])
-        if not 1 <= len(commits) <= ENTRY_LINKS:
-            linked.pop(node.id, None)
-            continue
-        # Above the entry, in their own order (a commit the entry names by number has its words as notes).
-        ordered = sorted(commits, key=lambda c: (-values.get(c, 0.0), c))
-        for step, commit in enumerate(ordered):
-            lift = value * (1.0 + 1e-6 * (len(ordered) - step))
-            if max(values.get(commit, 0.0), lifted.get(commit, 0.0)) < lift:
-                lifted[commit] = lift
-    if not lifted:
-        return _after_their_commits(scored, linked)
-    return _after_their_commits(
-        _placed(store, scored, lifted, as_of, since, until, docs_only_stay=True), linked
-    )
-
-
-def _placed(
-    store: SearchStore,
-    scored: list[tuple[StoredNode, float]],
-    placed: dict[str, float],
-    as_of: int | None,
-    since: int | None,
-    until: int | None,
-    *,
-    docs_only_stay: bool = False,
-) -> list[tuple[StoredNode, float]]:
-    """SCORED with each node of PLACED (id -> the score it is given) scored so, those SCORED lacks added; a node
-    memory no longer holds, one the user rejected or that was superseded (a verdict the user gave is not
-    overturned by another node's words), one outside the AS_OF / SINCE / UNTIL window that SCORED lacked, and
-    with DOCS_ONLY_STAY a commit that changed docs only, stay where they were."""
-    nodes = {n.id: n for n, _ in scored}
-    missing = [i for i in placed if i not in nodes]
-    nodes.update(store.get_many(missing, light=True) if missing else {})
-    keep: dict[str, float] = {}
-    for node_id, value in placed.items():
-        held = nodes.get(node_id)
-        if held is None or held.trust == "rejected" or held.superseded_by is not None:
-            continue
-        if node_id in missing and not order.within(held, as_of, since, until):
-            continue
-        keep[node_id] = value
-    if docs_only_stay and keep:
-        for node_id in search.change_scope(store, [nodes[i] for i in keep]).docs:
-            del keep[node_id]
-    out = [(n, keep.get(n.id, v)) for n, v in scored]
-    out += [(nodes[node_id], keep[node_id]) for node_id in missing if node_id in keep]
-    return out
-
-
-# "Which release fixed is_unique for a Bytes from a shared BytesMut?", "from which version on does it limit the
-# response size?": the question asks for a release, and the changelog entry that describes the change is what
-# names it. The commit itself often ranks first (its message and patch hold the question's words), while its
-# entry, in fewer words, ranks far below it and counts ENTRY_ECHO_FACTOR once its commit outranks it. So for
-# such a question the entries that link to one of the first RELEASE_COMMIT_DEPTH commits come right after it.
-RELEASE_COMMIT_DEPTH = 3
-RELEASE_ENTRIES_PER_COMMIT = 1
-
-
-def entries_after_commits(
-    store: SearchStore,
-    scored: list[tuple[StoredNode, float]],
-    *,
-    as_of: int | None = None,
-    since: int | None = None,
-    until: int | None = None,
-) -> list[tuple[StoredNode, float]]:
-    """SCORED with the changelog entry that describes each of its first RELEASE_COMMIT_DEPTH commits scored just
-    below that commit, when it ranked lower (or not at all). An entry outside the window, or one the user
-    rejected, stays where it was."""
-    commits = [(node, value) for node, value in scored if node.kind == "git_commit"][:RELEASE_COMMIT_DEPTH]
-    if not commits:
-        return scored
-    values = {node.id: value for node, value in scored}
-    placed: dict[str, float] = {}
-    for commit, value in commits:
-        arriving, _ = store.links_to(commit.id, 8)
-        entries = [src for src, relation in arriving if relation == ENTRY_RELATION]
-        for step, entry in enumerate(entries[:RELEASE_ENTRIES_PER_COMMIT]):
-            below = value * (1.0 - 1e-6 * (step + 1))
-            if max(values.get(entry, 0.0), placed.get(entry, 0.0)) < below:
-                placed[entry] = below
-    if not placed:
-        return scored
-    return order.best_first(_placed(store, scored, placed, as_of, since, until))
-
-
-def links_of(store: SearchStore, nodes: list[StoredNode]) -> dict[str, list[tuple[str, str]]]:
-    """(to id, relation) of the links leaving each of NODES: a changelog entry's commits in the order the
-    entry names them (its meta `commits`: those it names by sha or number first, the one that added its line
-    after), not in the store's (by id), so that the commit shown first beside it is the change it names."""
-    links: dict[str, list[tuple[str, str]]] = {}
-    for src, dst, rel in store.links_from([n.id for n in nodes]):
-        links.setdefault(src, []).append((dst, rel))
-    for node in nodes:
-        if node.id in links and node.source == rank.CHANGELOG_SOURCE:
-            named = node.meta.get("commits")
-            if isinstance(named, list) and named:
-                place = {
-                    identity.node_id(node.project_id, "git_commit", sha): n
-                    for n, sha in enumerate(named)
-                    if isinstance(sha, str)
-                }
-                links[node.id].sort(
-                    key=lambda link: (link[1] != ENTRY_RELATION, place.get(link[0], len(place)))
-                )
-    return links
-
-
-def _after_their_commits(
-    scored: list[tuple[StoredNode, float]], linked: dict[str, list[str]]
-) -> list[tuple[StoredNode, float]]:
-    """SCORED, each changelog entry of LINKED (entry id -> the 1 to ENTRY_LINKS commits it links to) that
-    one of its commits now outranks counting ENTRY_ECHO_FACTOR, best first."""
-    values = {node.id: value for node, value in scored}
-    out = [
-        (node, value * ENTRY_ECHO_FACTOR)
-        if node.id in linked and any(values.get(c, 0.0) >= value for c in linked[node.id])
-        else (node, value)
-        for node, value in scored
-    ]
-    return order.best_first(out)
-
-
-# A commit and its diffs are one change, led by the commit: it takes the place of the change's best node
-# (the message says why; a diff only what), and the change's other nodes count SIBLING_FACTOR of their
-# score, so that the next distinct change that matches nearly as well comes before them (the packer shows
-# at most two nodes of one commit anyway: without the lead, a commit whose test files match the question
-# best was shown as two diffs and no message). Over the seven real-repository sets (hybrid MRR,
-# docs/evaluation.md): mean .5443 at 1, .5457 at .9, .5470 at .7 and at .5 (no set lower at any factor).
-SIBLING_FACTOR = 0.7
-_CHANGE_KINDS = ("git_commit", "code_diff")
-NEAREST_CHANGES = (
-    5  # the commits nearest to a window of dates that holds none, listed first (changes_nearest)
-)
-
-
-def _usage_doc_path(node: StoredNode) -> str | None:
-    """The file path of NODE when it is a doc section of the docs source (not a changelog entry), else None."""
-    if node.kind != "doc_section" or node.source == rank.CHANGELOG_SOURCE:
-        return None
-    return node.title.split(" — ", 1)[0]
-
-
-# A project that keeps one docs folder per major version (league/commonmark's docs/1.x and docs/2.x, urfave/
-# cli's docs/v1 … docs/v3, Docusaurus's versioned_docs/version-2.1) holds the same page once per version,
-# and a question about how to use the program asks about the release in use: the newest. A doc section under
-# an older version folder than the newest one the results hold under the same parent counts
-# OLDER_DOCS_FACTOR, unless the question names a release (intent.release_version). Folders named by a year
-# (docs/news/2020/) are not versions: a version is one to three digits per part. A folder for the release
-# not yet made (league/container's docs/unstable next to docs/4.x, go-task's website/src/next next to
-# website/src/latest) comes before every numbered one, and one named for the release in use (latest,
-# stable, current) after them, so the unreleased page counts the factor too, unless the question says the
-# folder's name ("what changes in next?").
-OLDER_DOCS_FACTOR = 0.5
-_VERSION_DIR = lazyre.compile(r"(?:^|/)(?:v|version-)?(\d{1,3}(?:\.\d{1,3})*)(?:\.x)?/")
-_NAMED_RELEASE_DIR = lazyre.compile(
-    r"(?:^|/)(unstable|next|nightly|canary|edge|preview|unreleased|dev|develop|main|master|latest|stable|current)/"
-)
-_UNRELEASED = -1  # the version of a folder for the next release; one for the release in use sorts last
-_RELEASED = 1 << 30
-
-
-def _docs_version(path: str) -> tuple[str, str, tuple[int, ...]] | None:
-    """(parent folder, the folder's name when it is a word, version order) of the version folder PATH is
-    under, or None."""
-    numbered = _VERSION_DIR.search(path)
-    if numbered is not None:
-        return path[: numbered.start()], "", tuple(int(part) for part in numbered.group(1).split("."))
-    named = _NAMED_RELEASE_DIR.search(path)
-    if named is None:
-        return None
-    name = named.group(1)
-    return (
-        path[: named.start()],
-        name,
-        (_RELEASED,) if name in ("latest", "stable", "current") else (_UNRELEASED,),
-    )
-
-
-def current_docs_first(
-    scored: list[tuple[StoredNode, float]], said: frozenset[str] = frozenset()
-) -> list[tuple[StoredNode, float]]:
-    """SCORED (best first) with each doc section under an older version folder than the newest the list
-    holds under the same parent at OLDER_DOCS_FACTOR of its score; re-sorted when any was. A folder whose
-    name is in SAID (the question's words, lower-case) is left as it is."""
-    found: dict[str, tuple[str, tuple[int, ...]]] = {}
-    newest: dict[str, tuple[int, ...]] = {}
-    for node, _ in scored:
-        path = _usage_doc_path(node)
-        version = _docs_version(path) if path is not None else None
-        if version is None:
-            continue
-        parent, name, key = version
-        newest[parent] = max(newest.get(parent, key), key)
-        if name not in said:
-            found[node.id] = (parent, key)
-    older = {node_id for node_id, (parent, key) in found.items() if key < newest[parent]}
-    if not older:
-        return scored
-    out = [(n, v * OLDER_DOCS_FACTOR if n.id in older else v) for n, v in scored]
-    return order.best_first(out)
-
-
-# A project that keeps its docs translated (vuejs/vitepress's docs/en next to docs/ja, docs/ru, docs/zh …)
-# holds each page once per language, and a translation keeps the original's code, option names and
-# headings' loan words, so it matches an English question nearly as well as the original does. A doc
-# section under a language folder counts TRANSLATION_FACTOR when the question is in English and the results
-# hold the same page in English (under en/, or where the language folder would be): the reader asked in
-# English, and the English page says the same.
-TRANSLATION_FACTOR = 0.5
-_LANGUAGE_DIR = lazyre.compile(
-    r"(?:^|/)(ar|bn|cs|da|de|el|es|fa|fi|fr|he|hi|hu|id|it|ja|ko|nl|no|pl|pt|ro|ru|sv|th|tr|uk|vi|zh)"
-    r"(?:[-_][a-z]{2,4})?/",
-    re.IGNORECASE,
-)
-_ENGLISH_DIR = lazyre.compile(r"(?:^|/)en(?:[-_][a-z]{2})?/", re.IGNORECASE)
-# English function words that other languages written in Latin letters do not share ("a", "do", "in" and
-# "no" are Spanish, Portuguese or Italian words too).
-_ENGLISH_WORD = lazyre.compile(
-    r"\b(the|how|what|why|when|where|which|who|does|did|is|are|was|were|can|could|should|i|my|we|our|to|of"
-    r"|for|with|it|this|that|and|or|not|after|before)\b",
-    re.IGNORECASE,
-)
-_OTHER_SCRIPT = lazyre.compile(
-    r"[\u0400-\u04ff\u0590-\u06ff\u0e00-\u0e7f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]"
-)
-
-
-def asked_in_english(text: str) -> bool:
-    """Whether TEXT reads as English: no letters of another script, and two or more English function words."""
-    if _OTHER_SCRIPT.search(text):
-        return False
-    return len({word.lower() for word in _ENGLISH_WORD.findall(text)}) >= 2
-
-
-def translated(ref: str) -> bool:
-    """Whether the doc section REF (path#Heading) lies under a language folder."""
-    return _LANGUAGE_DIR.search(ref.split("#", 1)[0]) is not None
-
-
-def originals_first(scored: list[tuple[StoredNode, float]], text: str) -> list[tuple[StoredNode, float]]:
-    """SCORED (best first) with each doc section under a language folder at TRANSLATION_FACTOR of its score
-    when TEXT is in English and SCORED holds the same page in English; re-sorted when any was."""
-    if TRANSLATION_FACTOR == 1 or not asked_in_english(text):
-        return scored
-    paths = [(node.id, path) for node, _ in scored if (path := _usage_doc_path(node)) is not None]
-    copies: dict[str, tuple[str, str]] = {}  # node id → (parent, page) of a section under a language folder
-    for node_id, path in paths:
-        folder = _LANGUAGE_DIR.search(path)
-        if folder is not None:
-            copies[node_id] = (path[: folder.start()], path[folder.end() :])
-    if not copies:  # most projects keep no translation: nothing to compare
-        return scored
-    english: set[tuple[str, str]] = set()
-    for node_id, path in paths:
-        if node_id in copies:
-            continue
-        folder = _ENGLISH_DIR.search(path)
-        if folder is not None:
-            english.add((path[: folder.start()], path[folder.end() :]))
-        # where a language folder would be: docs/guide/x.md is the original of docs/ja/guide/x.md
-        for cut in (m.start() for m in re.finditer("/", path)):
-            english.add((path[:cut], path[cut + 1 :]))
-        english.add(("", path))
-    demoted = {node_id for node_id, page in copies.items() if page in english}
-    if not demoted:
-        return scored
-    return order.best_first([(n, v * TRANSLATION_FACTOR if n.id in demoted else v) for n, v in scored])
-
-
-# What a commit of the asker's own counts, against another's matching as well, when the question asks about
-# a change the asker made ("why did I change the easter function": today's own refactor, not 2016's
-# "Clean up easter documentation" sharing its one word): a modest lift, not a filter.
-OWN_CHANGE_FACTOR = 1.5
-
-
-def own_changes_first(
-    scored: list[tuple[StoredNode, float]], me: str | None
-) -> list[tuple[StoredNode, float]]:
-    """SCORED with the commits whose author is ME (git's user.name, any case) at OWN_CHANGE_FACTOR of their
-    score; re-sorted. SCORED itself when ME is None."""
-    if not me:
-        return scored
-    return order.best_first(
-        [
-            (node, value * OWN_CHANGE_FACTOR) if is_own_commit(node, me) else (node, value)
-            for node, value in scored
-        ]
-    )
-
-
-def is_own_commit(node: StoredNode, me: str) -> bool:
-    """Whether NODE is a commit whose author is ME (git's user.name, any case)."""
-    return node.kind == "git_commit" and str(node.meta.get("author", "")).casefold() == me.casefold()
-
-
-def _git_user_of(store: SearchStore) -> str | None:
-    """The git user.name of the work tree whose memory STORE is (ROOT/.nexusmem/memory.db), None when STORE
-    is no such file (the team store)."""
-    path = getattr(store, "path", None)
-    if not isinstance(path, Path) or path.name != paths.DB_NAME or path.parent.name != paths.STATE_DIR:
-        return None
-    return authors.git_user(path.parent.parent)
-
-
-def distinct_changes(scored: list[tuple[StoredNode, float]]) -> list[tuple[StoredNode, float]]:
-    """SCORED (best first) with each commit's nodes led by the commit node when it is listed (else by the
-    best of them) at the best score among them, the others at SIBLING_FACTOR of their own; re-sorted."""
-    best: dict[str, float] = {}
-    leader: dict[str, str] = {}
-    for node, value in scored:
-        group = node.group if node.kind in _CHANGE_KINDS else None
-        if group is None:
-            continue
-        best.setdefault(group, value)
-        if node.kind == "git_commit" or group not in leader:
-            leader[group] = node.id
-    out: list[tuple[StoredNode, float]] = []
-    for node, value in scored:
-        group = node.group if node.kind in _CHANGE_KINDS else None
-        if group is not None:
-            value = best[group] if leader[group] == node.id else value * SIBLING_FACTOR
-        out.append((node, value))
-    out.sort(key=lambda pair: (-round(pair[1], 9), pair[0].kind != "git_commit", pair[0].id))
-    return out
 
 
 def as_of_note(store: SearchStore, as_of: int | None) -> str | None:
@@ -2193,11 +1059,6 @@ def as_of_note(store: SearchStore, as_of: int | None) -> str | None:
         f"as-of {shown(as_of)} is before this memory's first recording ({shown(first)}): as-of means"
         " recording time (when a sync stored an item), so nothing was recorded yet"
     )
-
-
-def _exit_text(node: StoredNode) -> str:
-    code = node.meta.get("exit")
-    return "exit unknown" if code is None else f"exit {code}"
 
 
 def with_hits(hits: list[tuple[str, float]], more: list[tuple[str, float]]) -> list[tuple[str, float]]:
@@ -2506,7 +1367,7 @@ def run(
     settings: rank.Settings = rank.DEFAULT,
     author: str | None = None,
     root: Path | None = None,
-) -> QueryResult:
+) -> answer.QueryResult:
     """Answer TEXT from one store within BUDGET tokens (VECTORS=False: lexical lists only; AUTHOR: see
     nexusmem.authors; ROOT: the work tree whose memory STORE is, for the note when HEAD moved since its last
     sync)."""
@@ -2525,7 +1386,7 @@ def run(
     )
     scored, counts = found.scored, found.counts
     asked = found.question
-    result = QueryResult(
+    result = answer.QueryResult(
         query=asked.text,
         budget=budget,
         projects=[project],
@@ -2538,13 +1399,13 @@ def run(
         counts["vector"],
     )
     result.weak = is_weak(found)
-    links = links_of(store, [n for n, _ in scored])
-    shelf = Shelf(project, store, [n.id for n, _ in scored], links)
-    result.items, used = pack_items(
+    links = history.links_of(store, [n for n, _ in scored])
+    shelf = answer.Shelf(project, store, [n.id for n, _ in scored], links)
+    result.items, used = answer.pack_items(
         {n.id: (n, s) for n, s in scored},
         lambda _node_id: shelf,
         budget=budget,
-        header_cost=lambda: header_tokens(result),
+        header_cost=lambda: answer.header_tokens(result),
         max_items=WEAK_ITEMS if result.weak else None,
         as_of=as_of,
         since=since,
@@ -2559,7 +1420,7 @@ def run(
         listing=found.listing,
     )
     result.packed = True
-    result.matched += linked_fixes(
+    result.matched += answer.linked_fixes(
         store, links, found.counted, as_of=as_of, since=since, until=until, author=author
     )
     # "No memory matches" under a window or an author read as "this never happened"; an author memory holds
@@ -2574,7 +1435,9 @@ def run(
         result.notes.append(NEVER_SYNCED_NOTE)
     elif not result.items and synced_empty(store):
         result.notes.append(EMPTY_NOTE)
-    result.tokens_used = used + header_tokens(result)  # the header as `render` prints it, with every note
+    result.tokens_used = used + answer.header_tokens(
+        result
+    )  # the header as `render` prints it, with every note
     return result
 
 
@@ -2726,619 +1589,3 @@ def syncing(db: Path) -> bool:
     from nexusmem.oslock import held
 
     return held(Path(db).parent / "sync.run.lock")
-
-
-@dataclass
-class Shelf:
-    """One store's side of packing: where its items' bodies, names and links come from.
-
-    Ranking runs on light rows; bodies are read only for the items the packer actually considers, a window
-    of ORDER at a time (one query instead of one per item)."""
-
-    name: str
-    store: SearchStore
-    order: list[str]  # the store's ranked ids, best first
-    links: dict[str, list[tuple[str, str]]]  # failure id -> [(fix id, relation)]
-    group_prefix: str = ""  # sibling groups are per store when several are packed together
-    root: str = ""  # across projects: the project's root, and its tag when its name is shared (Item)
-    label: str = ""
-    full: dict[str, StoredNode] = field(default_factory=dict)
-    position: dict[str, int] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        self.position = {node_id: i for i, node_id in enumerate(self.order)}
-
-    def full_node(self, node: StoredNode) -> StoredNode:
-        if node.body or node.kind not in _NEEDS_BODY:
-            return node
-        if node.id not in self.full:
-            start = self.position.get(node.id)
-            window = [node.id] if start is None else self.order[start : start + _BODY_WINDOW]
-            self.full.update(self.store.get_many([i for i in window if i not in self.full]))
-        return self.full.get(node.id, node)
-
-
-# The start of the note saying the best match is larger than the whole budget (pack_items).
-TOO_LARGE_NOTE = "the best match (~"
-
-
-def pack_items(
-    chosen: dict[str, tuple[StoredNode, float]],
-    shelf_of: Callable[[str], Shelf | None],
-    *,
-    budget: int,
-    header_cost: Callable[[], int],
-    max_items: int | None,
-    as_of: int | None,
-    search_text: str,
-    with_project: bool = False,
-    since: int | None = None,
-    until: int | None = None,
-    notes: list[str] | None = None,
-    author: str | None = None,
-    whole: frozenset[str] = frozenset(),
-    make_room: Callable[[int], None] | None = None,
-    release: frozenset[str] = frozenset(),
-    end_line: Callable[[str], None] | None = None,
-    listing: frozenset[str] = frozenset(),
-) -> tuple[list[Item], int]:
-    """The one pack driver, for one store and for several: CHOSEN (id -> (node, score), in ranked order)
-    packed into BUDGET with each failure's linked fixes beside it. SHELF_OF names the store an id (a
-    candidate, or a fix to read) belongs to; a linked fix recorded after AS_OF, outside SINCE..UNTIL or
-    run by another than AUTHOR (nexusmem.authors) is left out, as the search left out such nodes, and under
-    AUTHOR `me` a conversation turn shows the person's question, not the agent's answer. HEADER_COST
-    is what the header and footer take as NOTES stand (header_tokens). The ids in WHOLE (a release's entries,
-    Retrieved.whole) are not capped as siblings: each is packed if it fits, and no linked item rides after it. When the best match is too large for
-    the budget (it is skipped, and smaller ones below it fill the budget), a line saying so goes to NOTES.
-    The ids in RELEASE (Retrieved.release) not shown as linked to another item get the relation "release";
-    END_LINE is told the line that separates them from what follows (release_end), and a note in NOTES says
-    how many of the release's entries the budget held when it did not hold them all (entries_note). The ids
-    in LISTING (Retrieved.listing: the failures of a day, newest first) keep their order (pack's in_order),
-    and a note in NOTES counts those the budget left out (listing_left_note).
-    Returns (items in packed order, the tokens they take: what the answer's header leaves them or less)."""
-    items: dict[str, Item] = {}
-    doc_chars = doc_summary_chars(budget)  # an answer with room shows more of each doc section
-    twins = doc_twins(list(chosen.values()), shelf_of)
-    # The same section read twice (as a doc and as a changelog entry) has the same ref: nothing to name.
-    also = {
-        group[0].id: list(dict.fromkeys(n.ref for n in group[1:] if n.ref != group[0].ref))
-        for group in twins.values()
-        if group
-    }
-
-    def candidate(node: StoredNode, score: float) -> Candidate:
-        shelf = shelf_of(node.id)
-        assert shelf is not None
-
-        def shown(linked_from: str | None = None, relation: str | None = None) -> int:
-            """Its tokens as `render` prints it: its "also in" line, and its mark when shown as linked."""
-            if node.id not in items:
-                items[node.id] = make_item(
-                    shelf.full_node(node),
-                    score,
-                    shelf.name,
-                    search_text,
-                    replaced_by=replacement(shelf.store, node),
-                    root=shelf.root,
-                    label=shelf.label,
-                    doc_chars=doc_chars,
-                    asked_only=author == authors.ME,  # what is the person's of a turn: their question
-                )
-                items[node.id].also_in = also.get(node.id, [])
-            item = replace(items[node.id], linked_from=linked_from, relation=relation)
-            return estimate_tokens(item_text(item, with_project=with_project)) + 1
-
-        group = None if node.group is None or node.id in whole else f"{shelf.group_prefix}{node.group}"
-        return Candidate(node.id, score, group, shown, floor=min_tokens(node), linked_size=shown)
-
-    def fixes_of(node_id: str) -> list[tuple[str, str]]:
-        shelf = shelf_of(node_id)
-        # A release's entries (and a guide's sections) are shown together; what they link to rides not
-        # between them (retrieve lists a release's described commits after its release commit).
-        return [] if shelf is None or node_id in whole else shelf.links.get(node_id, [])
-
-    def candidate_for(node_id: str) -> Candidate | None:
-        if node_id in chosen:
-            node, score = chosen[node_id]
-            return candidate(node, score)
-        shelf = shelf_of(node_id)
-        if shelf is None:
-            return None
-        fix = shelf.store.get(node_id)
-        if fix is None or not order.passes(fix, as_of, since, until, author, shelf.store.member):
-            return None
-        chosen[node_id] = (fix, 0.0)
-        return candidate(fix, 0.0)
-
-    sources = [
-        (twins[node.id][0], score) if node.id in twins else (node, score)
-        for node, score in list(chosen.values())
-        if node.id not in twins or twins[node.id]
-    ]
-    ranked = [candidate(node, score) for node, score in sources]
-    header_tokens = header_cost()
-
-    def room_for_best() -> bool:
-        """Make the header leave room for the best item as it stands (its notes on stderr): whether it fits."""
-        nonlocal header_tokens
-        assert make_room is not None
-        make_room(ranked[0].tokens)
-        header_tokens = header_cost()
-        if header_tokens + ranked[0].tokens > budget:
-            make_room(0)
-            header_tokens = header_cost()
-        return header_tokens + ranked[0].tokens <= budget
-
-    if make_room is not None and ranked and header_tokens + ranked[0].tokens > budget and not room_for_best():
-        # The best item first, the notes a small budget cannot hold with it after (on stderr): three notes
-        # of 80 tokens took the place of the answer they were about. Still too large: it is shown by its
-        # head alone (title, id, a commit's sha), without its files and body (~35 tokens where a whole one
-        # took 83 and the answer held nothing), its title cut shorter while that is what keeps it out (a
-        # release entry's 160 characters beside the note that its tag is not in HEAD's history, at 80 and
-        # 100 tokens). Only an item too large even so is said not to fit.
-        full, whole_item = ranked[0].tokens, items[ranked[0].id]
-
-        def head_fits(limit: int) -> bool:
-            """Show the best item by its head alone, its title cut at LIMIT characters: whether it fits."""
-            title = clipped_title(whole_item.title, limit)
-            items[whole_item.id] = replace(whole_item, summary="", also_in=[], title=title)
-            ranked[0] = replace(candidate(*sources[0]), floor=0)  # its floor counts the title uncut
-            return room_for_best()
-
-        if any(head_fits(limit) for limit in HEAD_TITLE_CHARS):
-            if notes is not None:
-                notes.append(
-                    f"the best match is shown without its details (~{full} tokens in full): a larger budget"
-                    " or `nexusmem show ID` (MCP get_memory) shows them"
-                )
-                header_tokens = header_cost()
-        else:
-            items[whole_item.id] = whole_item
-            ranked[0] = candidate(*sources[0])
-            room_for_best()
-    if notes is not None and ranked and header_tokens + ranked[0].tokens > budget:
-        # Said before packing, so that the line is counted in the budget like the rest of the header.
-        # What the budget left room for is said with it: "~34 tokens does not fit the budget of 50" read as
-        # wrong arithmetic when the header and footer had spent half of it.
-        room = max(0, budget - header_tokens)
-        spare = f" (~{room} left after the header)" if room < budget - 10 else ""
-        too_large = f"{TOO_LARGE_NOTE}{ranked[0].tokens} tokens) does not fit"
-        note = f"{too_large} the budget of {budget}{spare}: a larger budget shows it"
-        for fewer in (  # a small budget: the note in as few words as leave the answer within it
-            f"{too_large} the budget of {budget}{spare}",
-            f"{too_large} the budget of {budget}" + (f" (~{room} left)" if spare else ""),
-            f"{too_large} (~{room} left)" if spare else f"{too_large} the budget of {budget}",
-            too_large,
-        ):
-            if estimate_tokens(f"note: {note}\n") > room:
-                note = fewer
-        # Kept in the notes (--json, and `render` knows the matches were too large rather than none); in
-        # the header where it fits, counted as header() prints it (it drops the note else).
-        notes.append(note)
-        header_tokens = header_cost()
-    entries = [c.id for c in ranked if c.id in whole and c.id in release]
-    ranked = sections_fed(
-        ranked,
-        frozenset(entries),
-        lambda node_id: chosen[node_id][0].ref if node_id in chosen else node_id,
-        budget - header_tokens,
-    )
-    in_order = frozenset(node_id for node_id in listing if node_id in chosen)
-    placed, used = pack(
-        ranked,
-        budget,
-        fixes_of,
-        candidate_for,
-        header_tokens=header_tokens,
-        max_items=max_items,
-        in_order=in_order,
-    )
-    left = in_order - {e.id for e in placed}
-    if left and notes is not None:
-        notes.append(listing_left_note([chosen[node_id][0] for node_id in left]))
-        # The note lengthens the header: the last items give way until it fits (the header keeps its notes).
-        while len(placed) > 1 and used + header_cost() > budget:
-            gone = placed.pop()
-            used -= estimate_tokens(item_text(items[gone.id], with_project=with_project)) + 1
-            if gone.id in in_order:
-                notes[-1] = listing_left_note([chosen[node_id][0] for node_id in left | {gone.id}])
-                left = left | {gone.id}
-    out = [
-        replace(
-            items[e.id],
-            score=e.score,
-            linked_from=e.linked_from,
-            relation="release" if e.linked_from is None and e.id in release else e.relation,
-        )
-        for e in placed
-    ]
-    used -= header_tokens
-    if release and end_line is not None:
-        # What is said of a release's items once they are packed: the line after them when others follow
-        # (RELEASE_END), and how many of its entries the budget held. The best item comes first: the header
-        # keeps room for it (its notes that no longer fit go to stderr, the MCP server's after the footer),
-        # and the items after it give way, the last first, until the line and the header fit.
-        said: str | None = None
-        wanted = set(entries)
-        while True:
-            if said is not None and notes is not None:
-                notes.remove(said)
-                said = None
-            shown = sum(1 for item in out if item.id in wanted)
-            if shown < len(entries) and notes is not None:
-                said = entries_note(shown, len(entries))
-                notes.append(said)
-            end_line(release_end(out))
-            if out and make_room is not None:
-                make_room(estimate_tokens(item_text(out[0], with_project=with_project)) + 1)
-            if len(out) < 2 or used + header_cost() <= budget:
-                break
-            used -= estimate_tokens(item_text(out.pop(), with_project=with_project)) + 1
-    return out, used
-
-
-def listing_left_note(left: list[StoredNode]) -> str:
-    """The note of a listing newest first whose budget left LEFT (its oldest) out: "3 older failures not
-    shown: raise --budget" (commands, or items, when they are not all failures)."""
-    if all(node.kind == "shell_command" for node in left):
-        noun = "failure" if all(resolved.failed(node.meta.get("exit")) for node in left) else "command"
-    else:
-        noun = "item"
-    return f"{len(left)} older {noun}{'s' if len(left) != 1 else ''} not shown: raise --budget"
-
-
-def entries_note(shown: int, total: int) -> str:
-    """The note of an answer about a release whose budget showed SHOWN of its TOTAL changelog entries (none:
-    the answer may hold its commit, or nothing; never "0 of 36 … shown" above an item)."""
-    if not shown:
-        return f"none of the {total} changelog entries of the release fit the budget (raise --budget)"
-    return f"{shown} of {total} changelog entries of the release shown (raise --budget)"
-
-
-def sections_fed(
-    ranked: list[Candidate], entries: frozenset[str], section_of: Callable[[str], str], room: int
-) -> list[Candidate]:
-    """RANKED without the release ENTRIES (ids; SECTION_OF names an entry's section, its ref) that ROOM tokens
-    cannot hold: when they do not all fit, each section (Changed, Fixed; each release's, across several) gets
-    its first entry before any gets its second, and so on while they fit, and those chosen keep their order
-    (a budget that holds 11 of 36 entries shows Fixed's first beside Changed's, not 11 of Changed's)."""
-    listed = [c for c in ranked if c.id in entries]
-    if not listed or sum(c.tokens for c in listed) <= room:
-        return ranked
-    sections: dict[str, list[Candidate]] = {}
-    for c in listed:
-        sections.setdefault(section_of(c.id), []).append(c)
-    chosen: set[str] = set()
-    used = 0
-    for depth in range(max(len(members) for members in sections.values())):
-        for members in sections.values():
-            if depth < len(members) and used + members[depth].tokens <= room:
-                chosen.add(members[depth].id)
-                used += members[depth].tokens
-    return [c for c in ranked if c.id not in entries or c.id in chosen]
-
-
-# Doc sections with the same heading and nearly the same words (a README kept in two places, a template
-# and the file made from it, a guide copied into a per-version folder) are one text: packed once, at the
-# best place any of them ranked, under the path a reader would open, the others named on its "also in"
-# line. Compared among the first TWIN_DEPTH doc sections (their bodies are read for packing anyway).
-TWIN_DEPTH = 40
-TWIN_JACCARD = 0.9
-_WORDS = lazyre.compile(r"\w+")
-
-
-def doc_twins(
-    ranked: list[tuple[StoredNode, float]], shelf_of: Callable[[str], Shelf | None]
-) -> dict[str, list[StoredNode]]:
-    """For each doc section of RANKED (best first) that has twins: its id -> [the twin to pack in its place,
-    then the others] on the group's first (best-ranked) member, and -> [] on the other members (not
-    packed). The twin packed is the first whose path has no hidden folder or file (".meta/.readme.rst" is
-    the template of "README.rst"), else the best-ranked. Twins are only sought within one store."""
-    groups: list[tuple[Shelf, str, set[str], list[StoredNode]]] = []
-    seen = 0
-    for node, _score in ranked:
-        if node.kind != "doc_section":
-            continue
-        seen += 1
-        if seen > TWIN_DEPTH:
-            break
-        shelf = shelf_of(node.id)
-        if shelf is None:
-            continue
-        full = shelf.full_node(node)
-        heading = full.ref.split("#", 1)[-1]
-        words = set(_WORDS.findall(full.body.lower()))
-        for g_shelf, g_heading, g_words, members in groups:
-            union = len(words | g_words)
-            if (
-                g_shelf is shelf
-                and g_heading == heading
-                and union
-                and len(words & g_words) / union >= TWIN_JACCARD
-            ):
-                members.append(full)
-                break
-        else:
-            groups.append((shelf, heading, words, [full]))
-    out: dict[str, list[StoredNode]] = {}
-    for _shelf, _heading, _words, members in groups:
-        if len(members) < 2:
-            continue
-        keep = next((m for m in members if not _hidden(m.ref.split("#", 1)[0])), members[0])
-        out[members[0].id] = [keep] + [m for m in members if m is not keep]
-        for m in members[1:]:
-            out[m.id] = []
-    return out
-
-
-def _hidden(path: str) -> bool:
-    return any(part.startswith(".") and part not in (".", "..") for part in path.split("/"))
-
-
-def min_tokens(node: StoredNode) -> int:
-    """A lower bound of the token cost of NODE's item, without its summary: the first two lines of item_text
-    (date, provenance tag, title cut at 160 characters; the id line) are part of every rendering."""
-    title = node.title[:TITLE_CHARS]
-    return (len(f"- 0000-00-00 [{node.provenance}] {title}\n  id {node.id}") // 4) + 1
-
-
-def shown_query(text: str, budget: int | None = None) -> str:
-    """The question as the answer's header echoes it: one line, at most SHOWN_QUERY_CHARS, and at most a
-    quarter of BUDGET's tokens (a pasted log, or a long question under a small budget, must not spend the
-    budget on its own echo)."""
-    line = " ".join(text.split())
-    limit = SHOWN_QUERY_CHARS if budget is None else max(24, min(SHOWN_QUERY_CHARS, budget))
-    return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
-def header(result: QueryResult, scope: str | None = None) -> str:
-    """The lines `render` prints above the items (counted against the budget, with the footer). A weak
-    answer starts with WEAK_LINE, where a reader (or an agent checking the first line) sees it first.
-
-    Under a budget too small for all of it (50 tokens for a weak answer to a long question across many
-    projects), the lines give way, in this order, until the header and the footer fit: the weak line's
-    explanation (it still starts "No strong match"), the list of projects, the echoed question, and last
-    the notes (they say what was done: a question cut, a best match too large). A note that does not fit
-    even when all the rest has given way is left out first, so that it takes nothing else with it
-    (`left_out` names it: the CLI prints it on stderr, the MCP server after the footer)."""
-    room = result.budget - FOOTER_TOKENS - result.item_room
-
-    def text(weak: list[str], echo: str, scope: str | None, notes: list[str]) -> str:
-        lines = [*weak, f"Relevant history for: {echo}", *([scope] if scope is not None else []), *notes]
-        return "\n".join(lines) + "\n"
-
-    weak = [WEAK_LINE] if result.weak else []
-    echo = shown_query(result.query, result.budget)
-    least = ([WEAK_SHORT] if weak else [], shown_query(result.query, 24), scope and scope.split(":", 1)[0])
-    notes: list[str] = []
-
-    def holds(note: str) -> bool:
-        # An answer with no item says why: its best match too large (TOO_LARGE_NOTE) stays with it too.
-        told = note.removeprefix("note: ")
-        if binding(note) or settles(told):
-            return True
-        return not result.items and told.startswith("the best match") and "not fit" in told
-
-    for note in result.notes:
-        if estimate_tokens(text(*least, [*notes, f"note: {note}"])) <= room:
-            notes.append(f"note: {note}")
-        elif holds(note):  # never on stderr alone: the answer would read as what it is not
-            short = binding_short(note)
-            if estimate_tokens(text(*least, [*notes, f"note: {short}"])) > room:
-                short = binding_least(short)
-            notes.append(f"note: {short}")
-    kept = [line for line in notes if holds(line)]
-    for shorter in (binding_short, fewest):
-        # Each fitted beside those before it, not beside those after (the line that the best match does not
-        # fit came last): together, in fewer words, then in their fewest.
-        if estimate_tokens(text(*least, kept)) <= room:
-            break
-        notes = [shorter(line) if line in kept else line for line in notes]
-        kept = [line for line in notes if holds(line)]
-    if result.packed and not result.items and estimate_tokens(text(*least, kept)) > room:
-        # Nothing shown, so nothing for a binding note to qualify: the line saying why stays (one line,
-        # within the budget), the binding notes go beside the answer (left_out) with the rest.
-        notes = [line for line in notes if not binding(line)]
-        kept = [line for line in notes if holds(line)]
-        if any(settles(line) for line in kept) and estimate_tokens(text(*least, kept)) > room:
-            # The answer is that nothing of what was asked is recorded: the line saying that the best match
-            # (an old one the words matched) does not fit gives way to it.
-            kept = [line for line in kept if settles(line)]
-    if weak and estimate_tokens(text(weak, echo, scope, notes)) > room:
-        weak = [WEAK_SHORT]
-    if scope is not None and estimate_tokens(text(weak, echo, scope, notes)) > room:
-        scope = scope.split(":", 1)[0]
-    if estimate_tokens(text(weak, echo, scope, notes)) > room:
-        echo = shown_query(result.query, 24)
-    while len(notes) > len(kept) and estimate_tokens(text(weak, echo, scope, notes)) > room:
-        notes.remove(next(line for line in reversed(notes) if line not in kept))
-    return text(weak, echo, scope, notes)
-
-
-# Notes that change what the items mean: without them a lone commit reads as the removal asked about, or a
-# release's window as HEAD's (header keeps them at any budget, shortened when need be).
-_BINDING = (
-    "is still in the code",
-    "is only in a comment now",
-    "is not in the code any more",
-    "was not removed: it was renamed",
-    "is not in the work tree any more",
-    "not in HEAD's history",
-    "no such release",
-)
-
-
-# Notes that are the answer themselves: memory holds nothing of what was asked for in the time it names ("which
-# tests failed yesterday": none ran). Short, and kept at any budget: without them the answer reads as no
-# answer at all, or as the old matches that follow.
-_SETTLING = (
-    "no recorded run of ",
-    "no recorded command ",
-    "no commit or command recorded",
-    "no question you asked ",
-    "no change recorded ",
-    "no run of ",
-)
-
-
-def settles(note: str) -> bool:
-    """Whether NOTE is the answer itself (_SETTLING): nothing recorded of what the question asks for."""
-    return note.removeprefix("note: ").startswith(_SETTLING)
-
-
-def binding(note: str) -> bool:
-    """Whether NOTE changes what the answer's items mean (_BINDING): it stays with them at any budget."""
-    return any(phrase in note for phrase in _BINDING)
-
-
-def binding_short(note: str) -> str:
-    """NOTE's binding clauses alone, without what they name in parentheses: "ParserError is still in the
-    code: no change removed it"."""
-    clauses = [clause for clause in note.split("; ") if binding(clause)]
-    if not clauses and settles(note):
-        # The answer is its first clause ("no run of tests failed yesterday"); what follows says how the
-        # items are ordered.
-        clauses = note.split("; ")[:1]
-    clauses = clauses or [note]
-    return "; ".join(re.sub(r" \([^)]*\)", "", clause) for clause in clauses)
-
-
-def fewest(line: str) -> str:
-    """A header's note LINE kept at any budget in its fewest words (binding_short, then binding_least): "the
-    best match does not fit", "release 0.15.1: its tag is not in HEAD's history"."""
-    return binding_least(binding_short(line))
-
-
-def binding_least(note: str) -> str:
-    """NOTE (binding_short's) in the fewest words that keep its meaning, for a budget that holds the best item
-    only beside them: without the commit a tag names ("release 0.15.1: its tag is not in HEAD's history")."""
-    return _NAMED_COMMIT.sub(" is ", note)
-
-
-_NAMED_COMMIT = lazyre.compile(r" is commit [0-9a-f]{7,40}, which is ")
-
-
-def linked_fixes(
-    store: SearchStore,
-    links: dict[str, list[tuple[str, str]]],
-    matched: set[str] | frozenset[str],
-    *,
-    as_of: int | None,
-    since: int | None,
-    until: int | None,
-    author: str | None = None,
-) -> int:
-    """How many fixes LINKS (from the ranked ids) names that are not among the MATCHED ids and pass the
-    query's filters (AUTHOR's too): each rides along after its failure, so it counts among the matches
-    ("5 of 2 match(es) shown" otherwise), whatever the budget lets through."""
-    fixes = sorted({fix for pairs in links.values() for fix, _rel in pairs} - matched)
-    if not fixes:
-        return 0
-    nodes = store.get_many(fixes, light=True)
-    return sum(
-        1
-        for fix in fixes
-        if fix in nodes and order.passes(nodes[fix], as_of, since, until, author, store.member)
-    )
-
-
-def footer(result: QueryResult) -> str:
-    return f"{len(result.items)} of {result.matched} match(es) shown, ~{result.tokens_used}/{result.budget} tokens"
-
-
-# What the footer costs, counted before packing: its numbers at their widest.
-FOOTER_TOKENS = estimate_tokens("\n99 of 9999999 match(es) shown, ~100000/100000 tokens")
-
-
-def header_tokens(result: QueryResult, scope: str | None = None) -> int:
-    """The tokens the answer spends besides its items: header, the blank line, the footer, and the line
-    after a release's items (RELEASE_END) when it is printed."""
-    end = estimate_tokens(result.release_end + "\n") if result.release_end else 0
-    return estimate_tokens(header(result, scope)) + FOOTER_TOKENS + end
-
-
-def release_end(items: list[Item]) -> str:
-    """RELEASE_END when ITEMS hold a release's items (relation "release") and others after the last of them;
-    "" otherwise (nothing to separate)."""
-    marks = [item.relation == "release" for item in items]
-    return RELEASE_END if any(marks) and not marks[-1] else ""
-
-
-def add_note(result: QueryResult, note: str, budget: int) -> None:
-    """NOTE said in RESULT's header after RESULT was packed into a budget that kept room for it, and BUDGET
-    (the one asked for) made its budget: `tokens_used` counts the header as it now prints."""
-    items = result.tokens_used - header_tokens(result)
-    result.notes.append(note)
-    result.budget = budget
-    result.tokens_used = items + header_tokens(result)
-
-
-def left_out(result: QueryResult, text: str) -> list[str]:
-    """The notes of RESULT that its rendered TEXT does not hold: a budget too small for them left them out of
-    the header (they are said beside the answer, outside its budget: on stderr, or after the footer)."""
-    return [note for note in result.notes if note and f"note: {note}" not in text]
-
-
-def to_json(result: QueryResult) -> dict[str, Any]:
-    """The `query --json` contract of docs/contracts.md, plus `weak` (no candidate matches the question well:
-    the items are only the closest few) and `notes` (what was done to the question, e.g. cut)."""
-    return {
-        "query": result.query,
-        "query_cut": result.query_cut,
-        "budget": result.budget,
-        "tokens_used": result.tokens_used,
-        "matched": result.matched,
-        "bm25_matched": result.bm25_matched,
-        "vector_matched": result.vector_matched,
-        "items": [
-            {
-                "id": it.id,
-                "kind": it.kind,
-                "ts": timefmt.iso(it.ts),
-                "title": it.title,
-                "summary": it.summary,
-                "provenance": it.provenance,
-                "trust": it.trust,
-                "score": round(it.score, 6),
-                "project": it.project,
-                "ref": it.ref,
-                "author": it.author or None,
-                "linked_from": it.linked_from,
-                "relation": it.relation if it.linked_from or it.relation == "release" else None,
-                "also_in": list(it.also_in),
-                "superseded": it.superseded,
-                "superseded_by": it.superseded_by,
-            }
-            for it in result.items
-        ],
-        "weak": result.weak,
-        "notes": list(result.notes),
-    }
-
-
-def render(result: QueryResult, *, with_project: bool = False, scope: str | None = None) -> str:
-    """The packed block a person (and an agent) reads. Same store and query → same bytes. WITH_PROJECT tags
-    each item with its project and adds the SCOPE line (by default, the list of RESULT.projects)."""
-    if not result.items and not any(note.startswith(TOO_LARGE_NOTE) for note in result.notes):
-        # Nothing matched, or every match was filtered out (--author, a window): nothing to show. When the
-        # matches were only too large for the budget, the header's note says so instead.
-        return "\n".join(
-            [
-                f"No memory matches: {shown_query(result.query, result.budget)}",
-                *(f"note: {n}" for n in result.notes),
-            ]
-        )
-    if with_project and scope is None:
-        scope = f"scope   {len(result.projects)} project(s): {', '.join(result.projects)}"
-    elif not with_project:
-        scope = None
-    lines = [header(result, scope)]
-    last = max((n for n, it in enumerate(result.items) if it.relation == "release"), default=None)
-    for n, it in enumerate(result.items):
-        lines.append(item_text(it, with_project=with_project))
-        if n == last and result.release_end and n + 1 < len(result.items):
-            lines.append(result.release_end)
-    if result.items:
-        lines.append("")
-    lines.append(footer(result))
-    return "\n".join(lines)

@@ -40,25 +40,15 @@ from nexusmem.text import FILLER_WORDS, STOPWORDS, word_bases, word_parts
 # the SEQUENCE_STEPS commands run next to it (same directory, within SEQUENCE_WINDOW_MS) go just above it,
 # nearest first: they are the answer, the anchor is what makes them one.
 SEQUENCE_ANCHORS = 10
-
-
 ANCHOR_SHARE = 0.9
-
-
 BETWEEN = lazyre.compile(r"\bbetween\b", re.IGNORECASE)
-
-
 # The latest of the runs the question names: "again", or the one it calls the last ("before my last commit",
 # "after the latest deploy").
 AGAIN = lazyre.compile(
     r"\b(again|once more|the second time|(?:my|the) (?:very )?(?:last|latest|most recent)(?! (?:thing|command|step)))\b",
     re.IGNORECASE,
 )
-
-
 SEQUENCE_STEPS = 3
-
-
 SEQUENCE_WINDOW_MS = 24 * 3_600_000
 
 
@@ -161,11 +151,7 @@ _ASKING = lazyre.compile(
 
 # A run of the whole suite or project a question names ("the full test suite", "the whole build").
 _WHOLE_WORDS = frozenset(["full", "whole", "entire", "complete"])
-
-
 _WHOLE_RUN = lazyre.compile(rf"\b(?:{'|'.join(sorted(_WHOLE_WORDS))})\b", re.IGNORECASE)
-
-
 # An argument that narrows a run to some files or tests: a path, a file's name, a test's id (`a.py::t`).
 _NARROWING = lazyre.compile(r"/|::|\.[A-Za-z]{1,5}$")
 
@@ -366,8 +352,6 @@ def with_neighbours(
 # its exit code), newest first, within the question's time (or --since/--until): every one the budget lets
 # through (the footer counts them all), at most FAILURES_LISTED, and a note says how many older ones are left.
 FAILURES_LISTED = 100
-
-
 # Words that name no subject beside a failure: "which commands failed", "what went wrong last week".
 _NOT_A_SUBJECT = frozenset(
     [
@@ -454,41 +438,21 @@ _NOT_A_SUBJECT = frozenset(
         "cannot",
     ]
 )
-
-
 # How much of it ran ("the full test suite": with_neighbours prefers such a run).
 _NOT_A_SUBJECT |= _WHOLE_WORDS
-
-
 _UNIT_MS = {"minute": 60_000, "hour": 3_600_000, "day": 86_400_000, "week": 7 * 86_400_000}
-
-
 _UNIT_MS |= {"month": 30 * 86_400_000, "year": 365 * 86_400_000}
-
-
 _COUNT = rf"(\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|{timecue.TENS}|few|a few|couple of|a couple of)"
-
-
 _LAST_SPAN = lazyre.compile(rf"\b(?:last|past)\s+(?:{_COUNT}\s+)?(minute|hour|day|week|month|year)s?\b", re.I)
-
-
 # "a week ago", and as people say it: "a week or so ago", "a day or two ago", "two and a half hours ago",
 # "a few days back".
 _AGO_SPAN = lazyre.compile(
     rf"\b{_COUNT}{timecue.HALF}\s+(minute|hour|day|week|month|year)s?{timecue.HALF}{timecue.LOOSELY}\s+(?:ago|back)\b",
     re.I,
 )
-
-
 _NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7}
-
-
 _NUMBERS |= {"eight": 8, "nine": 9, "ten": 10, "few": 3, "a few": 3, "couple of": 2, "a couple of": 2}
-
-
 _NUMBERS |= {"eleven": 11, "twelve": 12, "fifteen": 15, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50}
-
-
 _NUMBERS |= {"forty-five": 45, "forty five": 45, "sixty": 60, "ninety": 90}
 
 
@@ -809,11 +773,7 @@ def failed_runs_first(
 # "failing" ("make failing tests fail the build", 2018). The newest linked failures come first, each with its
 # fixes, at most FIXES_LISTED of them; with nothing linked, the ranking answers as before.
 FIXES_LISTED = 5
-
-
 FIX_RELATIONS = ("commit", "retry")
-
-
 _ASKS_FIX = lazyre.compile(
     r"\bwhat\s+(?:finally\s+|eventually\s+|actually\s+)?fixed\b"
     r"|\bwhich\s+(?:commits?|changes?|runs?|commands?|edits?)\s+(?:finally\s+|eventually\s+|actually\s+)?fixed\b"
@@ -822,8 +782,6 @@ _ASKS_FIX = lazyre.compile(
     r"|\bhow\s+(?:was|were|got)\b[^?.]*\bfixed\b",
     re.IGNORECASE,
 )
-
-
 # Words of such a question that ask nothing more (with _ignorable's).
 _FIX_WORDS = frozenset(
     [
@@ -952,8 +910,6 @@ _GOT_WORKING = lazyre.compile(
     r"|made\b[^?.]*?\b(?:work\w*|pass\w*|go\s+through|green))\b",
     re.IGNORECASE,
 )
-
-
 # Words of such a question that say only that it got working (with _FIX_WORDS and _ignorable's).
 _WORKING_WORDS = frozenset(
     [
@@ -993,16 +949,10 @@ _WORKING_WORDS = frozenset(
         "eventually",
     ]
 )
-
-
 WORKING_LISTED = 6  # the commands and commits between the failure and the passing run, at most
-
-
 # How long after its last failure a run that passed is what got it working: an evening's work, or the next
 # morning's.
 WORKING_GAP_MS = 16 * 3_600_000
-
-
 WORKING_COMMIT_MS = 2 * 3_600_000  # a commit this long after the passing run says what fixed it
 
 
@@ -1087,8 +1037,6 @@ _BEFORE_FIX = lazyre.compile(
     r"\bbefore\s+(?:(?:the|my|our|that|this|its)\s+fix\b|fixing\b|(?:i|we|you)\s+fixed\b|it\s+(?:was|got)\s+fixed\b)",
     re.IGNORECASE,
 )
-
-
 ATTEMPTS_LISTED = 20  # the attempts shown at most, the first ones: the failure, then what followed it
 
 
@@ -1367,15 +1315,11 @@ def conversations_first(
 # newest held): its commits when it asks for commits, its commands when it asks what was run or tried, else
 # both, in one timeline. No node holds the word "commit".
 ACTIVITY_LISTED = 10
-
-
 _ASKS_RECENT = lazyre.compile(
     r"\b(?:last|latest|newest|recent|recently|lately|yesterday|today|tonight|ago|so far"
     r"|this (?:morning|afternoon|evening|week|month)|just now)\b",
     re.IGNORECASE,
 )
-
-
 # A question about one's own doings asks about lately by its grammar, with no time word: "what have I been
 # doing", "what was I working on", "what did I run", "what have I been up to", "where was I".
 _ASKS_OWN_WORK = lazyre.compile(
@@ -1386,23 +1330,15 @@ _ASKS_OWN_WORK = lazyre.compile(
     r"|^\W*where\s+(?:was|were)\s+(?:i|we)\W*$|\bwhere\s+did\s+(?:i|we)\s+leave\s+off\b",
     re.IGNORECASE,
 )
-
-
 _ASKS_COMMANDS = lazyre.compile(
     r"\b(?:ran|run|runs|running|command|commands|typed|typing|executed|terminal|shell)\b", re.I
 )
-
-
 # What was tried is what was run ("what did I try last"): read only where nothing else is named (the recent-work
 # listing); a symptom story's "I tried setting X" is no question about commands.
 _ASKS_TRIED = lazyre.compile(r"\b(?:try|tried|tries|trying|attempt|attempted|attempts)\b", re.I)
-
-
 _ASKS_COMMITS = lazyre.compile(
     r"\b(?:commit|commits|committed|committing|change|changes|changed|changing|merged)\b", re.I
 )
-
-
 # "the last 3 commits": a count of items; "the last 2 days" is a time (_LAST_SPAN), no count.
 _LAST_COUNT = lazyre.compile(
     r"\b(?:last|latest|newest|recent)\s+(\d+|two|three|four|five|six|seven|eight|nine|ten)\s+"
@@ -1482,11 +1418,7 @@ _NOT_A_TOPIC = _NOT_A_SUBJECT | frozenset(
 # Ranked, old commits whose titles say "changed" won: the file's name is in most of its commits (it weighs
 # little), and a time cue lifts a fresh match by 3× at most.
 FILE_CHANGES_LISTED = 10
-
-
 FILE_CHANGES_IN_WINDOW = 50
-
-
 _ASKS_CHANGED = lazyre.compile(
     r"\bwhat(?:'s|\s+has|\s+have|\s+had)?\s+(?:been\s+|got\s+)?(?:changed|modified|touched)\b"
     r"|\bwhat\s+(?:was|were|got|has\s+been|have\s+been)\s+(?:changed|modified|touched)\b"
@@ -1496,8 +1428,6 @@ _ASKS_CHANGED = lazyre.compile(
     r"|\bwhich\s+(?:commits?|changes)\s+(?:changed|modified|touched)\b",
     re.IGNORECASE,
 )
-
-
 # "Who changed toml_file.py last", "when was X last changed", "what changed in X" (no time named), "history of
 # X", "X's history", "recent changes to X": the file's history is asked for as much as by "what changed in X
 # recently", and is answered by the same listing (newest first, renames followed). Ranked, a 2021 commit
@@ -1510,8 +1440,6 @@ _ASKS_FILE_HISTORY = lazyre.compile(
     r"|\b(?:changes|commits|edits)\s+(?:to|in|of|on|touching)\b",
     re.IGNORECASE,
 )
-
-
 # "Who changed X last", "when was X last changed": the last change and its author are said (_last_change_note).
 _ASKS_LAST_CHANGE = lazyre.compile(
     r"\bwho\s+(?:last\s+|most\s+recently\s+)?(?:changed|modified|touched|edited|updated|committed\s+to)\b"
@@ -1519,8 +1447,6 @@ _ASKS_LAST_CHANGE = lazyre.compile(
     r"|edit|update)\b",
     re.IGNORECASE,
 )
-
-
 # A word of a question about a file's changes that asks nothing more (with _NOT_A_TOPIC).
 _FILE_CHANGE_WORDS = frozenset(
     [
@@ -1548,8 +1474,6 @@ _FILE_CHANGE_WORDS = frozenset(
         "ever",
     ]
 )
-
-
 _FILE_LIKE = lazyre.compile(r"[\w.@+-]+(?:/[\w.@+-]+)*")
 
 
@@ -1936,3 +1860,188 @@ def _newest_work(
         if len(kept) >= limit or len(ids) < count or count >= AUTHORED_SCAN:
             return kept
         count = min(count * 8, AUTHORED_SCAN)
+
+
+@dataclass
+class Listing:
+    """What the recent-work rules put first for a question (listing), and what the answer says of it."""
+
+    scored: list[tuple[StoredNode, float]]
+    # What a rule listed in time order (the failures, or the newest work, of the question's time), and its note.
+    listed: list[StoredNode]
+    note: str | None
+    count: int | None  # how many of the newest it asked for (asked_count), when it asked for the newest work
+    answered_by: str | None
+    pinned: list[str]
+    whole: frozenset[str]  # the ids to pack all (what was tried before a fix, the fix and its patch)
+    work: bool  # a listing of the newest work (activity_first)
+    file_said: bool  # a question about one file's changes, answered by its own note (file_changes_first)
+
+
+def listing(
+    store: SearchStore,
+    scored: list[tuple[StoredNode, float]],
+    question: Question,
+    found: dict[str, Evidence],
+    words: list[str],
+    project: str | None,
+    *,
+    answered_by: str | None,
+    pinned: list[str],
+    as_of: int | None,
+    since: int | None,
+    until: int | None,
+    author: str | None,
+) -> Listing:
+    """The recent-work rules for QUESTION over SCORED (ranked, with FOUND its evidence and WORDS its searched
+    words), in order, each only when none before it answered (ANSWERED_BY: what a rule of retrieve.query put
+    first): a file's changes, what was tried before a fix, what was run next or before, the fix of a failure,
+    how a run was got working, the failed runs, the newest work. Each appends its note to QUESTION's."""
+    listed: list[StoredNode] = []
+    listing_note: str | None = None
+    listing_count: int | None = None
+    whole: frozenset[str] = frozenset()
+    # "What did I commit in cJSON yesterday", "which tests failed in this repo": the project's own name says
+    # which memory is asked (this one), not what about; the rules below read the question without it.
+    names = project_names(store, project) if answered_by is None else frozenset()
+    file_said = False  # a question about one file's changes, answered by its own note (file_changes_first)
+    if answered_by is None and question.then is None and not question.failure:
+        scored, listed, listing_note = file_changes_first(
+            store, scored, question, names, as_of=as_of, since=since, until=until
+        )
+        if listing_note is not None:
+            file_said = True
+            question.notes.append(listing_note)
+            if not listed:
+                listing_note = None  # nothing then: said, and answered by the ranking below
+    attempts = (
+        attempts_before_fix(store, question, as_of=as_of, since=since, until=until, names=names)
+        if question.then == "before" and answered_by is None and asks_before_fix(question.text)
+        else None
+    )
+    if attempts is not None:
+        # In time order, the budget keeping the first (listing), and no fix riding up after its failure
+        # (whole): the fix ends the listing, its patch after the commit.
+        listed = [attempts.failure, *attempts.tried, *attempts.fixes]
+        patches = {
+            node.id: patch
+            for node in attempts.fixes
+            if node.kind == "git_commit"
+            for patch in [fix_patch(store, attempts.failure.ref, node.ref)]
+            if patch is not None
+        }
+        patch_nodes = store.get_many(list(patches.values()), light=True)
+        listed = [
+            shown
+            for node in listed
+            for shown in (node, patch_nodes.get(patches.get(node.id, "")))
+            if shown is not None
+        ]
+        scored = order.listed_first(scored, listed, keep=True)
+        whole = frozenset(node.id for node in listed)
+        answered_by = attempts.failure.id
+        question.notes.append(
+            f"first: what was run from `{attempts.failure.ref}` ({exit_text(attempts.failure)},"
+            f" {timefmt.iso(attempts.failure.ts)}) up to the fix memory linked to it, oldest first"
+        )
+    elif question.then is not None:
+        ceiling = scored[0][1] if scored else 0.0  # what the commands run next are put above
+        scored, anchor = with_neighbours(
+            store,
+            scored,
+            question.then,
+            found,
+            latest=AGAIN.search(question.text) is not None,
+            failed=question.run_failure,
+            between=BETWEEN.search(question.text) is not None,
+            asked=question.text,
+            window=sequence_window(store, question, as_of, since, until),
+            timed=asked_window(question, since, until) is not None,
+            as_of=as_of,
+            since=since,
+            until=until,
+        )
+        if anchor is not None:
+            answered_by = anchor.id
+            pinned = order.pin([node.id for node, value in scored if value > ceiling], pinned)
+            when = "after" if question.then == "after" else "before"
+            question.notes.append(
+                f"first: what was run {when} `{anchor.ref}` ({exit_text(anchor)}, {timefmt.iso(anchor.ts)})"
+            )
+    if listed:
+        answered_by = listed[0].id
+    if answered_by is None and question.then is None and question.failure and asks_fix(question.text):
+        scored, listed, failures = fixes_first(
+            store, scored, question, as_of=as_of, since=since, until=until, names=names
+        )
+        if listed:
+            answered_by = listed[0].id
+            listing_note = (
+                "first: the newest failures memory linked to their fix, each with what fixed it (the commit"
+                " made after it, the passing re-run), newest first"
+                if failures > 1
+                else "first: the newest failure memory linked to its fix, with what fixed it (the commit made"
+                " after it, the passing re-run)"
+            )
+            question.notes.append(listing_note)
+    if answered_by is None and question.then is None and asks_got_working(question.text):
+        scored, listed, working = got_working_first(
+            store, scored, question, as_of=as_of, since=since, until=until, names=names
+        )
+        if working is not None:
+            answered_by = listed[0].id
+            listing_note = (
+                f"first: what was done before `{working.ref}` passed ({timefmt.iso(working.ts)}), since it last"
+                " failed, nearest first"
+            )
+            question.notes.append(listing_note)
+    # A run that did not finish ("the training run ran out of GPU memory", "the feature build got killed")
+    # is asked about as a failure here, though the learned step does not read it as one (question.failure).
+    asks_failures = question.run_failure and question.then is None and answered_by is None
+    said = set(search.terms(without_names(question.search_text, names))) if names else None
+    unnamed = words if said is None else [w for w in words if w in said]
+    if asks_failures:
+        scored, listed, span, passed = failed_runs_first(
+            store, scored, question, as_of=as_of, since=since, until=until, names=names, author=author
+        )
+        if listed:
+            listing_note = (
+                f"no run of {span}; first: its runs, newest first (the newest passed, exit 0)"
+                if passed
+                else f"first: the failed runs of {span}"
+                + ("" if ", newest first" in span else ", newest first")
+            )
+            question.notes.append(listing_note)
+        elif span:  # none of the runs it names ran in the time it names (failed_runs_first)
+            listing_note = span
+            question.notes.append(listing_note)
+    recent_work = False  # a listing of the newest work (activity_first)
+    if asks_failures and not listed and not a_subject(unnamed):
+        scored, listed, span = failures_first(
+            store, scored, question, as_of=as_of, since=since, until=until, author=author
+        )
+        listing_note = (
+            f"first: the commands that failed {span}" + ("" if ", newest first" in span else ", newest first")
+            if listed
+            else f"no recorded command {by_author(author)}failed {span}"
+        )
+        question.notes.append(listing_note)
+    elif not asks_failures and answered_by is None and asks_recent_work(question, unnamed, since, until):
+        recent_work = True
+        scored, listed, span = activity_first(
+            store, scored, question, as_of=as_of, since=since, until=until, author=author
+        )
+        listing_count = asked_count(question.text)
+        listing_note = f"first: {span}" if listed else nothing_done(author, span)
+        question.notes.append(listing_note)
+    if listed:
+        answered_by = listed[0].id
+    return Listing(
+        scored, listed, listing_note, listing_count, answered_by, pinned, whole, recent_work, file_said
+    )
+
+
+def exit_text(node: StoredNode) -> str:
+    """How a shell command NODE exited, as a note says it: "exit 1", or "exit unknown"."""
+    code = node.meta.get("exit")
+    return "exit unknown" if code is None else f"exit {code}"

@@ -72,7 +72,7 @@ with, unless the docs score says otherwise (tests/test_rerank.py), where the thi
 
 It leaves alone what other rules decided on purpose. A question with a time cue, a named release, a name whose
 first or last change is asked for, a "what was run after X", or one about the asker's own change whose own
-commits are among the first (query.own_changes_first: a lift no feature here sees) is not reordered (those
+commits are among the first (history.own_changes_first: a lift no feature here sees) is not reordered (those
 rules pin their answer). A node a rule set back (a test-only change, a blog post for a usage question, an
 older major's page, a diff of a change already listed, a page of the docs for a question about what happened)
 and a section a rule lifted (the one that heads the matter asked about) keep their places (held()), and what

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from nexusmem.retrieve import multi, query, rank
+from nexusmem.retrieve.answer import to_json as answer_json
 from nexusmem.retrieve.question import prepare
 from nexusmem.store.interface import SearchStore
 
@@ -109,7 +110,7 @@ def to_json(result: multi.MultiResult) -> dict[str, Any]:
     pushed it first; "" for an item from this machine's memory) and `verdict_by` (the member whose verdict
     its `trust` is; "" for an item without one and for this machine's own), and `projects` ({name, root} of
     this project and of "team")."""
-    data = query.to_json(result)
+    data = answer_json(result)
     for item, out in zip(result.items, data["items"]):
         out["recorded_by"] = item.recorded_by
         out["verdict_by"] = item.verdict_by
