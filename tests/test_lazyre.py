@@ -40,13 +40,14 @@ def test_once_compiled_its_calls_are_the_compiled_patterns_own() -> None:
 
 
 def test_importing_the_question_readers_compiles_none_of_their_patterns() -> None:
-    """retrieve.intent and retrieve.query hold a pattern for each kind of question; a cold `nexusmem query`
-    imports them all and compiles only those its question uses (README: the cold query's figure)."""
+    """retrieve.intent and the rules that read a question (retrieve.query, .question, .history, .recent,
+    .answer) hold a pattern for each kind of question; a cold `nexusmem query` imports them all and compiles
+    only those its question uses (README: the cold query's figure)."""
     code = (
         "import re, sys\n"
         "from nexusmem import lazyre\n"
-        "from nexusmem.retrieve import intent, query\n"
-        "readers = (intent, query)\n"
+        "from nexusmem.retrieve import answer, history, intent, order, query, question, recent\n"
+        "readers = (answer, history, intent, order, query, question, recent)\n"
         "def patterns(kind):\n"
         "    return [v for m in readers for v in vars(m).values() if isinstance(v, kind)]\n"
         "lazy = patterns(lazyre.Pattern)\n"
@@ -58,5 +59,5 @@ def test_importing_the_question_readers_compiles_none_of_their_patterns() -> Non
     first, after = out.splitlines()
     held, compiled_at_import, eager = map(int, first.split())
     assert held > 50 and compiled_at_import == 0
-    assert eager == 0, "a module-level re.compile in retrieve.intent or retrieve.query: use lazyre.compile"
+    assert eager == 0, "a module-level re.compile in a question reader: use lazyre.compile"
     assert 0 < int(after) < held // 2
