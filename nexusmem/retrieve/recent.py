@@ -66,7 +66,12 @@ def _semantic(evidence: dict[str, Evidence], node: StoredNode) -> float:
 
 def _exited_badly(command: StoredNode) -> bool:
     """Whether the shell COMMAND exited non-zero (Ctrl-C too: a run cut short is no passing run here)."""
-    return command.meta.get("exit") not in (0, None)
+    return _bad_exit(command.meta.get("exit"))
+
+
+def _bad_exit(code: object) -> bool:
+    """Whether a command's exit CODE (None: not recorded) is non-zero, as _exited_badly reads it."""
+    return code not in (0, None)
 
 
 # Failures of the runs a question names no further apart than this are one episode: "as soon as the session
@@ -253,7 +258,7 @@ def with_neighbours(
         parts = {row[0]: word_parts(row[1].lower()) for row in rows}
         held = {row[0]: len(_naming_head(words, parts[row[0]])) for row in rows}
         if failed:
-            rows = [row for row in rows if row[4] not in (0, None) and held[row[0]]] or rows
+            rows = [row for row in rows if _bad_exit(row[4]) and held[row[0]]] or rows
         most = max((held[row[0]] for row in rows), default=0)
         # Of those, the ones holding most of its words besides ("before starting git bisect": `git bisect
         # start`, not the later `git bisect reset`).
