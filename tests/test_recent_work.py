@@ -366,3 +366,26 @@ def test_the_full_suite_is_a_run_naming_no_file(repo: Path) -> None:
     found = query_json(repo, "right after the full test suite failed, what did I run?")
     assert first_note(found).startswith("first: what was run after `pytest` (exit 1,"), found["notes"]
     assert found["items"][0]["title"] == "git stash (exit 0)", found["items"][:3]
+
+
+def test_a_program_run_over_ssh_is_a_run_of_that_program(repo: Path) -> None:
+    """`ssh -p 2222 edge-1 'sudo nginx -t'` runs nginx's config check on edge-1: ssh, its options and its host
+    only say where. "Which config check failed" lists it, and "after the nginx check failed on edge-1"
+    anchors on it, not on a login to the host."""
+    synced(
+        repo,
+        """
+        300 1 ssh -p 2222 edge-1 'sudo nginx -t'
+        296 0 ssh edge-1 'sudo tail -n 50 /var/log/nginx/error.log'
+        292 0 ssh -p 2222 edge-1 'sudo nginx -t'
+        200 0 ssh edge-1
+        100 1 pytest tests/test_app.py
+        """,
+    )
+    found = query_json(repo, "which config check failed about five hours ago")
+    assert found["items"][0]["title"] == "ssh -p 2222 edge-1 'sudo nginx -t' (exit 1)", found["items"][:3]
+    assert any(n.startswith("first: the failed runs of config check") for n in found["notes"]), found["notes"]
+    then = query_json(repo, "after the nginx config check failed on edge-1, what did I look at?")
+    assert first_note(then).startswith("first: what was run after `ssh -p 2222 edge-1 'sudo nginx -t'` (exit 1,")
+    assert found["items"][0]["title"] != then["items"][0]["title"]
+    assert then["items"][0]["title"].startswith("ssh edge-1 'sudo tail -n 50"), then["items"][:3]

@@ -928,9 +928,13 @@ PROGRAM_NAMES: dict[str, frozenset[str]] = {
 }
 # Each kind's runners as word tuples, in _RUNS' order.
 _RUNNERS = tuple(tuple(tuple(r.split()) for r in runners) for _, runners in _RUNS)
-_COMMAND_SPLIT = lazyre.compile(r"[\s;&|():]+")
+# A quote or a backtick parts words as a blank does: `ssh edge-1 'sudo nginx -t'` runs `nginx -t`.
+_COMMAND_SPLIT = lazyre.compile(r"[\s;&|():'\"`]+")
 # The words of a command line with its `&&` and `;` kept (a leading `cd DIR &&` says where it ran).
-_HEAD_WORD = lazyre.compile(r"&&|;|[^\s;&|():]+")
+_HEAD_WORD = lazyre.compile(r"&&|;|[^\s;&|():'\"`]+")
+# ssh's options that take a value (`ssh -p 2222 -i key HOST CMD`): past them and the host is the command it
+# runs there.
+_SSH_VALUED = frozenset("BbcDEeFIiJLlmOoPpQRSWw")
 
 
 # The words of a kind's phrase in a question, as the question's words are split ("end-to-end": end, to).
@@ -1007,11 +1011,25 @@ def head_words(command: str) -> list[str]:
 def command_head(words: list[str]) -> list[str]:
     """The program and its first word after it (`npm test -- x` → npm, test; `sudo make` → make), past
     `VAR=value` settings and what only launches it (sources.shell.launchers: `sudo -u deploy`, `nice -n
-    10`, `time -p`, a leading `cd DIR &&` of WORDS as head_words gives them: `( cd sub && make )` → make);
-    an option or an operator is no such word."""
+    10`, `time -p`, a leading `cd DIR &&` of WORDS as head_words gives them: `( cd sub && make )` → make),
+    and past `ssh HOST`, which runs it elsewhere (`ssh -p 2222 edge-1 'sudo nginx -t'` → nginx); an option or
+    an operator is no such word."""
     start = command_start(words)
+    if start < len(words) and words[start] == "ssh":
+        remote = _remote_start(words, start)
+        start = remote + command_start(words[remote:]) if remote > start else start
     head = words[start : start + 2]
     return head if len(head) < 2 or not head[1].startswith(("-", "&", ";")) else head[:1]
+
+
+def _remote_start(words: list[str], at: int) -> int:
+    """Where the command that `ssh [options] HOST CMD…` at WORDS[AT] runs on HOST starts; AT when it runs
+    none there (a login: ssh is the command)."""
+    i = at + 1
+    while i < len(words) and words[i].startswith("-"):
+        i += 2 if len(words[i]) == 2 and words[i][1] in _SSH_VALUED else 1
+    i += 1  # the host
+    return i if i < len(words) and words[i] not in ("&&", ";") else at
 
 
 def is_run(words: list[str], runs: Runs) -> bool:
