@@ -386,6 +386,8 @@ def test_a_program_run_over_ssh_is_a_run_of_that_program(repo: Path) -> None:
     assert found["items"][0]["title"] == "ssh -p 2222 edge-1 'sudo nginx -t' (exit 1)", found["items"][:3]
     assert any(n.startswith("first: the failed runs of config check") for n in found["notes"]), found["notes"]
     then = query_json(repo, "after the nginx config check failed on edge-1, what did I look at?")
-    assert first_note(then).startswith("first: what was run after `ssh -p 2222 edge-1 'sudo nginx -t'` (exit 1,")
+    assert first_note(then).startswith(
+        "first: what was run after `ssh -p 2222 edge-1 'sudo nginx -t'` (exit 1,"
+    )
     assert found["items"][0]["title"] != then["items"][0]["title"]
     assert then["items"][0]["title"].startswith("ssh edge-1 'sudo tail -n 50"), then["items"][:3]
