@@ -385,6 +385,9 @@ def test_a_program_run_over_ssh_is_a_run_of_that_program(repo: Path) -> None:
     found = query_json(repo, "which config check failed about five hours ago")
     assert found["items"][0]["title"] == "ssh -p 2222 edge-1 'sudo nginx -t' (exit 1)", found["items"][:3]
     assert any(n.startswith("first: the failed runs of config check") for n in found["notes"]), found["notes"]
+    # "The proxy" is the program the check ran (intent.PROGRAM_NAMES), on the host, not ssh.
+    proxy = query_json(repo, "which proxy config test failed about five hours ago")
+    assert proxy["items"][0]["title"] == "ssh -p 2222 edge-1 'sudo nginx -t' (exit 1)", proxy["items"][:3]
     then = query_json(repo, "after the nginx config check failed on edge-1, what did I look at?")
     assert first_note(then).startswith(
         "first: what was run after `ssh -p 2222 edge-1 'sudo nginx -t'` (exit 1,"

@@ -919,6 +919,7 @@ PROGRAM_NAMES: dict[str, frozenset[str]] = {
         "terraform": "terraform tofu",
         "github": "gh",
         "kafka": "kcat kafka-topics kafka-consumer-groups kafka-console-consumer",
+        "proxy": "nginx haproxy envoy traefik caddy squid",
         # What a command does, by the words of the commands that do it.
         "upload": "cp sync put rsync scp upload",
         "download": "cp sync pull get fetch rsync scp curl wget download",
