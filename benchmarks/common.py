@@ -38,7 +38,7 @@ QUERIES = [
 ]
 
 # Questions that take the recent-work and origin paths of retrieval (timecue.CUE_WINDOW_MS,
-# recent.with_neighbours, search.first_holder): each asks the store once or twice more.
+# runs.with_neighbours, search.first_holder): each asks the store once or twice more.
 CUE_QUERIES = [
     "which router tests failed yesterday",
     "what broke in the cache recently",

@@ -46,8 +46,8 @@ def test_importing_the_question_readers_compiles_none_of_their_patterns() -> Non
     code = (
         "import re, sys\n"
         "from nexusmem import lazyre\n"
-        "from nexusmem.retrieve import answer, history, intent, order, query, question, recent\n"
-        "readers = (answer, history, intent, order, query, question, recent)\n"
+        "from nexusmem.retrieve import activity, answer, history, intent, order, query, question, recent, runs, worktime\n"
+        "readers = (activity, answer, history, intent, order, query, question, recent, runs, worktime)\n"
         "def patterns(kind):\n"
         "    return [v for m in readers for v in vars(m).values() if isinstance(v, kind)]\n"
         "lazy = patterns(lazyre.Pattern)\n"

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from nexusmem import project, timefmt
-from nexusmem.retrieve import history, query, rank, recent, rerank, search, thesaurus
+from nexusmem.retrieve import history, query, rank, rerank, search, thesaurus
+from nexusmem.retrieve.activity import asks_recent_work
 from nexusmem.retrieve.intent import (
     adopted_name,
     code_names,
@@ -31,6 +32,8 @@ from nexusmem.retrieve.intent import (
     topic,
 )
 from nexusmem.retrieve.question import prepare
+from nexusmem.retrieve.runs import FAILURES_LISTED
+from nexusmem.retrieve.worktime import without_names
 
 from helpers import (
     commit,
@@ -1508,7 +1511,7 @@ def test_what_failed_lists_every_failure_the_budget_lets_through_and_says_what_i
 ) -> None:
     """The walkthrough: "what failed today" with 31 failures listed 20 (FAILURES_LISTED) and said "31 of 31
     match(es) shown" with ~1240 of 2000 tokens used. Every failure of the window is listed while the budget
-    lets it through, the footer counts them all; past recent.FAILURES_LISTED a note says how many are left."""
+    lets it through, the footer counts them all; past FAILURES_LISTED a note says how many are left."""
     commit(repo, "Add the sources", {"README.md": "# tools\n"}, when=NOW - 100 * DAY)
     write_recent(repo, "".join(f"{59 - n // 3} 1 ./check_{n:03d}.sh\n" for n in range(31)), now=NOW)
     run_cli("-C", str(repo), "sync", "--no-embed")
@@ -1519,11 +1522,11 @@ def test_what_failed_lists_every_failure_the_budget_lets_through_and_says_what_i
     narrow = query_json(repo, "what failed in the last hour")
     assert (narrow["matched"] == 31 and len(narrow["items"]) < 31) or len(narrow["items"]) == 31, narrow
     write_recent(
-        repo, "".join(f"{50 - n // 10} 2 ./more_{n:03d}.sh\n" for n in range(recent.FAILURES_LISTED)), now=NOW
+        repo, "".join(f"{50 - n // 10} 2 ./more_{n:03d}.sh\n" for n in range(FAILURES_LISTED)), now=NOW
     )
     run_cli("-C", str(repo), "sync", "--no-embed")
     many = query_json(repo, "what failed in the last hour", "--budget", "100000")
-    assert len(many["items"]) == recent.FAILURES_LISTED, len(many["items"])
+    assert len(many["items"]) == FAILURES_LISTED, len(many["items"])
     note = "first: the commands that failed in the last hour, newest first; and 31 earlier failures not shown"
     assert any(n.startswith(note) for n in many["notes"]), many["notes"]
 
@@ -1782,7 +1785,7 @@ def test_naming_the_project_still_asks_for_recent_work_and_failed_runs(tmp_path:
     assert [it["title"] for it in found["items"]] == ["npm test (exit 1)", "make (exit 2)"], found["items"]
     # A name that is part of a file's or a path's is no project's name: "cJSON.c" asks about that file.
     for text in ("what changed in cJSON.c", "what is in src/cjson/", "why is cJSON_Utils slow"):
-        assert recent.without_names(text, frozenset({"cjson"})) == text
+        assert without_names(text, frozenset({"cjson"})) == text
 
 
 def test_what_changed_in_a_file_lately_lists_the_commits_that_touched_it(repo: Path) -> None:
@@ -1942,7 +1945,7 @@ def test_day_words_are_the_days_of_the_local_time_zone(repo: Path, zone: str) ->
 def test_which_questions_ask_what_i_was_doing(text: str, listed: bool) -> None:
     question = prepare(text)
     words = search.terms(question.search_text)
-    assert recent.asks_recent_work(question, words, None, None) is listed
+    assert asks_recent_work(question, words, None, None) is listed
 
 
 @pytest.mark.parametrize(

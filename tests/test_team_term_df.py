@@ -471,7 +471,7 @@ def test_the_commits_that_touched_a_file_are_found_as_local_memory_finds_them(
     tmp_path: Path, store: Any
 ) -> None:
     """ "What changed in app.py today" reads the paths commits touched and the commits that touched one
-    (recent.file_changes_first): the team store answers both as a local store does, in any case, newest first."""
+    (activity.file_changes_first): the team store answers both as a local store does, in any case, newest first."""
     commits = [
         ("a" * 24, "src/app.py", 1_700_000_000_000),
         ("b" * 24, "src/App.py", 1_700_000_100_000),  # the same name in another case

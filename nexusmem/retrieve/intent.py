@@ -809,9 +809,9 @@ def platforms_named(text: str) -> frozenset[str]:
 
 
 # What a question calls a run of something, and the commands that are such runs: "which tests failed" asks
-# about `npm test`, `pytest`, `node --test`… (recent.failed_runs_first lists them), "once CI went red" about
+# about `npm test`, `pytest`, `node --test`… (runs.failed_runs_first lists them), "once CI went red" about
 # `gh run watch`, "which migration failed" about `alembic upgrade head`, "the dev server wouldn't start"
-# about `python -m app serve` (recent.with_neighbours' anchor is one of them). The one vocabulary of it:
+# about `python -m app serve` (runs.with_neighbours' anchor is one of them). The one vocabulary of it:
 # each entry is the question's words for the run and the runners' words. A command is such a run when its
 # words hold a runner's words in a row, anywhere (`uv run pytest -x`, `vendor/bin/phpunit`, `npm run
 # test:unit`, `cd web && yarn build`).
@@ -963,7 +963,7 @@ def runs_named(text: str) -> list[Runs]:
 
 # A question about the asker's own change to something: "why did I change the easter function", "what did
 # I do to easter", "what did we change in the parser", "my change to within_delta". Not a fix: "how did I
-# fix" is answered by memory's failure → fix links (recent.fixes_first).
+# fix" is answered by memory's failure → fix links (runs.fixes_first).
 # "How do I change the template?" asks how to, in the present: no change of the asker's is asked about.
 _OWN_CHANGE = lazyre.compile(
     r"\b(?:did|have|had)\s+(?:i|we)\s+(?:just\s+|recently\s+)?"

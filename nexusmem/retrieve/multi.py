@@ -507,7 +507,7 @@ def semantic_notes(searched: list[_Searched]) -> list[str]:
     ]
 
 
-# How recent.activity_first says what it listed: "first: the newest commits and commands run yesterday".
+# How activity.activity_first says what it listed: "first: the newest commits and commands run yesterday".
 _ACTIVITY_NOTE = re.compile(r"^first: the newest (?:commits and commands run|commits|commands run)(?=\s|$)")
 
 
@@ -558,7 +558,7 @@ def _scored_below(entries: list[Entry], behind: dict[int, int]) -> list[Entry]:
 def _merged_listings(searched: list[_Searched], listed: list[Entry]) -> list[Entry]:
     """LISTED (the entries of the projects' listings) newest first across the projects, each project's in the
     order its rules listed them: of the projects' next items, the newest goes next. A listing of failures each
-    followed by its fixes (recent.fixes_first: failure, the commit, the passing re-run) stays one failure with
+    followed by its fixes (runs.fixes_first: failure, the commit, the passing re-run) stays one failure with
     its fixes after it, and so keeps the fixes' links (pack marks a fix only after its failure): sorted by
     time alone, `what fixed the failing test` listed the re-run, then the commit, then the failure, unlinked.
     For a listing newest first this is the newest first of all."""

@@ -10,6 +10,7 @@ from typing import NamedTuple
 
 from nexusmem import authors, embed, lazyre, paths, timefmt
 from nexusmem.retrieve import (
+    activity,
     answer,
     asks_docs,
     cjk,
@@ -23,6 +24,7 @@ from nexusmem.retrieve import (
     thesaurus,
     timecue,
     vector,
+    worktime,
 )
 from nexusmem.retrieve.fuse import Evidence
 from nexusmem.retrieve.intent import (
@@ -441,7 +443,9 @@ def retrieve(
     # A day named ("what did the agent try yesterday") comes first (of_the_day): its matches are searched
     # apart too, as the cut made on words alone may drop them among a month's.
     day = (
-        recent.named_day(question.text) if since is None and until is None and question.then is None else None
+        worktime.named_day(question.text)
+        if since is None and until is None and question.then is None
+        else None
     )
     if day is not None and bm25_hits:
         of_day, _ = search.bm25_scored(
@@ -513,11 +517,11 @@ def retrieve(
     for name, which in ends:
         if name is None:
             continue
-        moved = recent.renamed_file(store, question, name) if which == "last" else None
+        moved = activity.renamed_file(store, question, name) if which == "last" else None
         if moved is not None:
             # "When was src/alpha.py removed?" of a file renamed away: no change removed it.
             answered_by, note = moved
-            bm25_hits = recent.lifted(store, bm25_hits, answered_by)
+            bm25_hits = activity.lifted(store, bm25_hits, answered_by)
             holding = holding or moved
             question.notes.append(note)
             continue
@@ -881,8 +885,8 @@ def retrieve(
         others = {n.id for n, _ in scored if n.id in found} - {n.id for n, _ in kept}
         scored = kept
         if answered_by is None:
-            scored = recent.authored_first(scored, {node_id for node_id, _ in bm25_hits})
-        if recent_work and not listed and (author != authors.ME or recent.none_held(store, author)):
+            scored = activity.authored_first(scored, {node_id for node_id, _ in bm25_hits})
+        if recent_work and not listed and (author != authors.ME or activity.none_held(store, author)):
             # What an agent has been doing is its commands (activity_first): with none of them listed, the
             # commits and docs its filter lets through are no one's work of its, nothing to stand in; nor
             # yours when memory holds no command of yours.
@@ -926,7 +930,7 @@ def retrieve(
     lexical = {node_id for node_id, _ in bm25_hits}
     day_asked = conversation_of_day(question.text) if day is not None else None
     if day_asked is not None and day is not None and answered_by is None and not listed:
-        typed = recent.questions_of_day(store, day, day_asked.agent, as_of)
+        typed = activity.questions_of_day(store, day, day_asked.agent, as_of)
         whom = day_asked.agent or "your agents"
         if typed:
             # The day's questions are the whole answer (the question names nothing else): listed in their
@@ -941,7 +945,7 @@ def retrieve(
         else:
             question.notes.append(f"no question you asked {whom} is recorded {day.said}")
     if question.conversation is not None and answered_by is None and not listed:
-        turns = recent.conversations_first(scored, lexical, question.conversation, day)
+        turns = activity.conversations_first(scored, lexical, question.conversation, day)
         if turns:
             scored = order.put_first(scored, turns)
             pinned = order.pin([node.id for node in turns], pinned)
@@ -949,7 +953,7 @@ def retrieve(
             with_whom = question.conversation.agent or "your agents"
             question.notes.append(f"first: the conversations with {with_whom} that match the question")
     if day is not None and answered_by is None and not listed:
-        on_day = recent.of_the_day(scored, lexical, day)
+        on_day = worktime.of_the_day(scored, lexical, day)
         if on_day:
             scored = order.put_first(scored, on_day)
             pinned = order.pin([node.id for node in on_day], pinned)
@@ -960,7 +964,7 @@ def retrieve(
     missed = (
         None
         if listing_note is not None or answered_by is not None
-        else recent.window_missed(question, scored, WEAK_TOP)
+        else worktime.window_missed(question, scored, WEAK_TOP)
     )
     if missed is not None:
         question.notes.append(f"nothing recorded {missed} matches the question")
