@@ -394,3 +394,30 @@ def test_a_program_run_over_ssh_is_a_run_of_that_program(repo: Path) -> None:
     )
     assert found["items"][0]["title"] != then["items"][0]["title"]
     assert then["items"][0]["title"].startswith("ssh edge-1 'sudo tail -n 50"), then["items"][:3]
+
+
+def test_a_tool_named_by_its_store_or_platform_and_a_server_run_with_go_run(repo: Path) -> None:
+    """ "The CocoaPods install" is `pod install`, "the TestFlight run" a fastlane lane run through
+    `bundle exec` (the runner only starts it), and "the server" a service started with `go run`."""
+    synced(
+        repo,
+        """
+        300 1 pod install --project-directory=ios
+        296 0 pod repo update
+        290 0 pod install --project-directory=ios
+        250 1 bundle exec fastlane ios beta
+        245 0 bundle exec fastlane ios beta
+        200 1 go run ./cmd/ordersvc
+        198 0 lsof -nP -iTCP:50051 -sTCP:LISTEN
+        100 1 pytest tests/test_app.py
+        """,
+    )
+    pods = query_json(repo, "the CocoaPods install that failed about five hours ago")
+    assert pods["items"][0]["title"] == "pod install --project-directory=ios (exit 1)", pods["items"][:3]
+    upload = query_json(repo, "which TestFlight run failed about four hours ago")
+    assert upload["items"][0]["title"] == "bundle exec fastlane ios beta (exit 1)", upload["items"][:3]
+    then = query_json(repo, "what did I run right after the server complained the port was already taken")
+    assert first_note(then).startswith("first: what was run after `go run ./cmd/ordersvc` (exit 1,"), then[
+        "notes"
+    ]
+    assert then["items"][0]["title"] == "lsof -nP -iTCP:50051 -sTCP:LISTEN (exit 0)", then["items"][:3]

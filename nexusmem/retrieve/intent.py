@@ -886,7 +886,8 @@ _RUNS: tuple[tuple[str, tuple[str, ...]], ...] = (
         r"(?:dev )?servers?",
         ("serve", "server", "runserver", "http.server", "npm run dev", "npm start", "npm run start", "yarn dev",
          "yarn start", "pnpm dev", "pnpm start", "vite", "next dev", "next start", "nuxt dev", "rails s",
-         "flask run", "uvicorn", "gunicorn", "phx.server"),
+         "flask run", "uvicorn", "gunicorn", "phx.server", "go run", "cargo run", "dotnet run", "nodemon", "air",
+         "hypercorn", "daphne", "puma", "rackup"),
     ),
 )  # fmt: skip
 # The programs a word people use for a tool or a thing names ("the maven build" ran `./mvnw`, "the install
@@ -920,6 +921,27 @@ PROGRAM_NAMES: dict[str, frozenset[str]] = {
         "github": "gh",
         "kafka": "kcat kafka-topics kafka-consumer-groups kafka-console-consumer",
         "proxy": "nginx haproxy envoy traefik caddy squid",
+        "gradle": "gradle gradlew",
+        "cocoapods": "pod",
+        "xcode": "xcodebuild xcrun",
+        "ios": "xcodebuild xcrun pod",
+        "android": "gradlew gradle adb",
+        "testflight": "fastlane altool",
+        "metro": "react-native expo",
+        "functions": "func",
+        "rust": "cargo rustc",
+        "ruby": "ruby bundle gem rake",
+        "gcp": "gcloud gsutil bq",
+        "bigquery": "bq",
+        "snowflake": "snowsql",
+        "systemd": "systemctl journalctl",
+        "certificate": "certbot openssl",
+        "certificates": "certbot openssl",
+        "cert": "certbot openssl",
+        "certs": "certbot openssl",
+        "dns": "dig nslookup host",
+        "firewall": "ufw iptables firewall-cmd",
+        "cron": "crontab",
         # What a command does, by the words of the commands that do it.
         "upload": "cp sync put rsync scp upload",
         "download": "cp sync pull get fetch rsync scp curl wget download",
@@ -936,6 +958,12 @@ _HEAD_WORD = lazyre.compile(r"&&|;|[^\s;&|():'\"`]+")
 # ssh's options that take a value (`ssh -p 2222 -i key HOST CMD`): past them and the host is the command it
 # runs there.
 _SSH_VALUED = frozenset("BbcDEeFIiJLlmOoPpQRSWw")
+# What runs a program a package manager installed (`bundle exec fastlane`, `npx jest`, `poetry run pytest`):
+# the program is what a question names.
+_WRAPPERS = (
+    ("bundle", "exec"), ("poetry", "run"), ("uv", "run"), ("pipenv", "run"), ("pdm", "run"), ("hatch", "run"),
+    ("pnpm", "exec"), ("pnpm", "dlx"), ("yarn", "dlx"), ("npx",), ("bunx",),
+)  # fmt: skip
 
 
 # The words of a kind's phrase in a question, as the question's words are split ("end-to-end": end, to).
@@ -1013,14 +1041,29 @@ def command_head(words: list[str]) -> list[str]:
     """The program and its first word after it (`npm test -- x` → npm, test; `sudo make` → make), past
     `VAR=value` settings and what only launches it (sources.shell.launchers: `sudo -u deploy`, `nice -n
     10`, `time -p`, a leading `cd DIR &&` of WORDS as head_words gives them: `( cd sub && make )` → make),
-    and past `ssh HOST`, which runs it elsewhere (`ssh -p 2222 edge-1 'sudo nginx -t'` → nginx); an option or
-    an operator is no such word."""
+    past `ssh HOST`, which runs it elsewhere (`ssh -p 2222 edge-1 'sudo nginx -t'` → nginx), and past a package
+    manager's runner (`bundle exec fastlane ios beta` → fastlane, ios); an option or an operator is no such
+    word."""
     start = command_start(words)
     if start < len(words) and words[start] == "ssh":
         remote = _remote_start(words, start)
         start = remote + command_start(words[remote:]) if remote > start else start
+    start = _past_wrapper(words, start)
     head = words[start : start + 2]
     return head if len(head) < 2 or not head[1].startswith(("-", "&", ";")) else head[:1]
+
+
+def _past_wrapper(words: list[str], at: int) -> int:
+    """Where the program that a package manager's runner at WORDS[AT] runs starts, past the runner and its
+    options (`bundle exec fastlane ios beta` → fastlane, `npx -y jest` → jest); AT when there is none, or it
+    runs nothing."""
+    for wrapper in _WRAPPERS:
+        if tuple(words[at : at + len(wrapper)]) == wrapper:
+            i = at + len(wrapper)
+            while i < len(words) and words[i].startswith("-"):
+                i += 1
+            return i if i < len(words) and words[i] not in ("&&", ";") else at
+    return at
 
 
 def _remote_start(words: list[str], at: int) -> int:
