@@ -959,7 +959,7 @@ def retrieve(
             pinned = order.pin([node.id for node in on_day], pinned)
             answered_by = on_day[0].id  # as a listing: what it asks, not only what its words match
             question.notes.append(f"first: what matches the question from {day.said}, then the rest")
-        elif not question.failure:  # a reported failure's miss is said by _window_missed, and weighs
+        elif not question.failure:  # a reported failure's miss is said by worktime.window_missed, and weighs
             question.notes.append(f"nothing recorded {day.said} matches the question; the closest follow")
     missed = (
         None
@@ -997,7 +997,7 @@ def retrieve(
     counted = (set(found) - others - asking) | {node.id for node, _ in scored}
     matched = len(counted) + max(0, bm25_total - len(bm25_hits))
     if listed and {node.id for node, _ in scored} <= {node.id for node in listed}:
-        # A listing that is the whole answer ("what failed today": the failed runs, _listed): what else the
+        # A listing that is the whole answer ("what failed today": the failed runs, order.listed_first): what else the
         # words matched (old commits that say "fail", a run that found no test, exit 5) is never shown, so
         # not counted ("42 of 45 match(es) shown" could never be 45); an item linked to a listed failure
         # (its retry, the turn that discussed it) is counted when it rides along, matched or not.

@@ -136,7 +136,7 @@ def sequence_window(
     store: SearchStore, question: Question, as_of: int | None, since: int | None, until: int | None
 ) -> tuple[int, int] | None:
     """Where the run a "what did I do after X" question names is looked for: the time it asks about
-    (_asked_window), a vague one ("last week", "three days ago") as long again before it (last week's
+    (asked_window), a vague one ("last week", "three days ago") as long again before it (last week's
     Monday is nine days ago on a Wednesday); else the timecue.CUE_WINDOW_MS up to the newest record; None with no
     record."""
     newest = store.reference_time(as_of)
@@ -363,7 +363,7 @@ FAILURES_LISTED = 100
 def _failure_window(
     question: Question, reference: int | None, since: int | None, until: int | None, *, named: bool = False
 ) -> Window:
-    """The window to list failures in: the one the question asks about (_asked_window); else the week up
+    """The window to list failures in: the one the question asks about (asked_window); else the week up
     to the newest record (two days when it speaks of recent work and NAMED no run: "what failed last time I
     ran the tests" asks for the last failed test runs, whichever day of the week they were). And how to say
     it."""
@@ -439,7 +439,7 @@ def failed_runs_first(
     ago); those commands; how to say what and when. A word of the question names a command when it is its
     program or the word after it (`npm`, `test`, `make`, `push`) or a run it is (intent.runs_named: "tests"
     names `pytest -x`, `node --test t.js`). Listed are the commands most of its words name, when every word
-    of the question (but the failure, its time and the like: _NOT_A_SUBJECT, and the filler of an account
+    of the question (but the failure, its time and the like: NOT_A_SUBJECT, and the filler of an account
     of it: text.FILLER_WORDS) names one of them; else none ("why does the date test fail on Windows" asks
     about code, not runs), and SCORED unchanged. When none of the runs it names failed in that window, the
     ones that passed are listed instead, and the last value (else False) says so; when none of them ran in
@@ -525,7 +525,7 @@ _ASKS_FIX = lazyre.compile(
     r"|\bhow\s+(?:was|were|got)\b[^?.]*\bfixed\b",
     re.IGNORECASE,
 )
-# Words of such a question that ask nothing more (with _ignorable's).
+# Words of such a question that ask nothing more (with ignorable's).
 _FIX_WORDS = frozenset(
     [
         "fix",
@@ -556,7 +556,7 @@ _FIX_WORDS = frozenset(
 
 def _fix_subject(question: Question, names: frozenset[str], also: frozenset[str] = frozenset()) -> set[str]:
     """The words of a question about a fix that name the run it is about: not the project's own NAMES, the
-    failure and its time (_ignorable), the fix's words (_FIX_WORDS), ALSO, nor filler."""
+    failure and its time (ignorable), the fix's words (_FIX_WORDS), ALSO, nor filler."""
     words = search.terms(without_names(question.search_text, names))
     return {w for w in words if not ignorable(w) and w not in _FIX_WORDS and w not in also} - FILLER_WORDS
 
@@ -653,7 +653,7 @@ _GOT_WORKING = lazyre.compile(
     r"|made\b[^?.]*?\b(?:work\w*|pass\w*|go\s+through|green))\b",
     re.IGNORECASE,
 )
-# Words of such a question that say only that it got working (with _FIX_WORDS and _ignorable's).
+# Words of such a question that say only that it got working (with _FIX_WORDS and ignorable's).
 _WORKING_WORDS = frozenset(
     [
         "get",

@@ -20,8 +20,9 @@ from datetime import date, datetime, timedelta, timezone
 from nexusmem.errors import UsageError
 
 # How far back a question with a time cue also looks for its words (the window before the newest event, or the
-# date it names), and a failure told in the past with no time said (retrieve.recent).
+# date it names), and a failure told in the past with no time said (retrieve.query, retrieve.runs).
 CUE_WINDOW_MS = 30 * 86_400_000
+
 _MONTHS = (
     "january|february|march|april|may|june|july|august|september|october|november|december"
     "|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"

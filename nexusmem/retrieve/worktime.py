@@ -255,7 +255,7 @@ def window_missed(question: Question, scored: list[tuple[StoredNode, float]], to
     return span
 
 
-# How many nodes _newest_kept reads at a time: a few lists' worth, the author's commands among others'.
+# How many nodes newest_kept reads at a time: a few lists' worth, the author's commands among others'.
 KEPT_BATCH = 200
 
 
@@ -282,7 +282,7 @@ def by_author(author: str | None) -> str:
 def naming_head(subject: set[str], head: list[str]) -> set[str]:
     """The words of SUBJECT that name a command whose program and first word are HEAD (command_head): one of
     them, a part of one (`train` of `train.py`, `features` of `build_features.py`), or an inflection of such
-    a part either way (_bases: "training" names `train.py`, "feature" `build_features.py`)."""
+    a part either way (text.word_bases: "training" names `train.py`, "feature" `build_features.py`)."""
     parts = {*head, *(part for word in head for part in word_parts(word))}
     inflected = {base for part in parts for base in word_bases(part)}
     return {
